@@ -1,0 +1,129 @@
+"""One decoder layer: causal self-attention, cross-attention, feed-forward."""
+
+import keras
+
+from keras_transformer.layers.block import TransformerBlock
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class DecoderBlock(TransformerBlock):
+    """One of the N identical decoder layers of section 3.1.
+
+    Masked (causal) multi-head self-attention, multi-head attention over the
+    encoder output, and a position-wise feed-forward network, each wrapped in
+    dropout, a residual connection and layer norm (post-norm by default,
+    pre-norm with `norm_first=True`).
+
+    For incremental decoding pass a `self_attention_cache` with
+    `cache_index` (see `MultiHeadAttention`), and a `cross_attention_cache`
+    from `compute_cross_attention_cache(encoder_sequence)` instead of the
+    encoder sequence: then each call costs only the new tokens.
+
+    Args:
+        num_heads: number of attention heads h.
+        d_ff: inner width of the feed-forward network.
+        dropout: dropout on each sub-layer's output, in [0, 1).
+        attention_dropout: dropout on attention probabilities, in [0, 1).
+        activation: feed-forward activation, ReLU by default.
+        norm_first: pre-norm instead of the paper's post-norm.
+        layer_norm_epsilon: epsilon of the layer norms.
+        kernel_initializer: initializer of every kernel.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        decoder_sequence: (B, T, D).
+        encoder_sequence: (B, S, D_enc); may be omitted when a
+            `cross_attention_cache` is given.
+        decoder_padding_mask: (B, T), true for real decoder tokens.
+        encoder_padding_mask: (B, S), true for real encoder tokens.
+        use_causal_mask: keep each position from later ones (default true).
+        self_attention_cache: (B, 2, L, h, D / h) keys and values of the
+            tokens decoded so far.
+        cross_attention_cache: (B, 2, S, h, D / h) encoder keys and values.
+        cache_index: position of the first token of `decoder_sequence`.
+        return_attention_scores: also return the (B, h, T, S)
+            cross-attention probabilities.
+        training: whether dropout is active.
+
+    Returns:
+        (B, T, D); then the cross-attention probabilities if requested; then
+        the updated self-attention cache if one was given.
+
+    Example:
+
+    >>> block = DecoderBlock(num_heads=2, d_ff=32)
+    >>> target = np.random.rand(2, 4, 16).astype("float32")
+    >>> source = np.random.rand(2, 6, 16).astype("float32")
+    >>> tuple(block(target, source).shape)
+    (2, 4, 16)
+    """
+
+    ATTENTION_NAMES = ("self_attention", "cross_attention")
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        encoder_sequence_shape = encoder_sequence_shape or decoder_sequence_shape
+        self.build_sublayers(
+            decoder_sequence_shape,
+            {
+                "self_attention": decoder_sequence_shape,
+                "cross_attention": encoder_sequence_shape,
+            },
+        )
+
+    def compute_cross_attention_cache(self, encoder_sequence):
+        """Encoder keys and values (B, 2, S, h, D / h), computed once."""
+        return self.attention_layers["cross_attention"].compute_cache(encoder_sequence)
+
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        decoder_padding_mask=None,
+        encoder_padding_mask=None,
+        use_causal_mask=True,
+        self_attention_cache=None,
+        cross_attention_cache=None,
+        cache_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if encoder_sequence is None and cross_attention_cache is None:
+            raise ValueError(
+                "DecoderBlock needs `encoder_sequence` or `cross_attention_cache`."
+            )
+
+        def self_attention(x):
+            outputs = self.attention_layers["self_attention"](
+                x,
+                x,
+                padding_mask=decoder_padding_mask,
+                use_causal_mask=use_causal_mask,
+                cache=self_attention_cache,
+                cache_index=cache_index,
+                training=training,
+            )  # with a cache: (outputs, updated cache)
+            return outputs if self_attention_cache is not None else (outputs, None)
+
+        def cross_attention(x):
+            outputs = self.attention_layers["cross_attention"](
+                x,
+                encoder_sequence,
+                padding_mask=encoder_padding_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            return outputs if return_attention_scores else (outputs, None)
+
+        outputs, new_cache = self.residual(
+            "self_attention", decoder_sequence, self_attention, training
+        )
+        outputs, scores = self.residual(
+            "cross_attention", outputs, cross_attention, training
+        )
+        outputs = [self.residual_feed_forward(outputs, training)]  # (B, T, D)
+        if return_attention_scores:
+            outputs.append(scores)
+        if self_attention_cache is not None:
+            outputs.append(new_cache)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)

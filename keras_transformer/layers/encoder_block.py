@@ -1,0 +1,79 @@
+"""One encoder layer: self-attention and a feed-forward network."""
+
+import keras
+
+from keras_transformer.layers.block import TransformerBlock
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class EncoderBlock(TransformerBlock):
+    """One of the N identical encoder layers of section 3.1.
+
+    Multi-head self-attention, then a position-wise feed-forward network,
+    each wrapped as LayerNorm(x + Dropout(Sublayer(x))) (post-norm, as in the
+    paper) or x + Dropout(Sublayer(LayerNorm(x))) with `norm_first=True`.
+    The model width d_model is the input's width and must be divisible by
+    `num_heads`.
+
+    Args:
+        num_heads: number of attention heads h.
+        d_ff: inner width of the feed-forward network.
+        dropout: dropout on each sub-layer's output, in [0, 1).
+        attention_dropout: dropout on attention probabilities, in [0, 1).
+        activation: feed-forward activation, ReLU by default.
+        norm_first: pre-norm instead of the paper's post-norm.
+        layer_norm_epsilon: epsilon of the layer norms.
+        kernel_initializer: initializer of every kernel.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: (B, S, D).
+        padding_mask: (B, S), true for real tokens. Defaults to the Keras
+            mask attached to `inputs`, if any.
+        attention_mask: (B, S, S), true where token s may see token s'.
+        return_attention_scores: also return the (B, h, S, S) probabilities.
+        training: whether dropout is active.
+
+    Returns:
+        (B, S, D), and the attention probabilities if requested.
+
+    Example:
+
+    >>> block = EncoderBlock(num_heads=2, d_ff=32)
+    >>> x = np.random.rand(2, 5, 16).astype("float32")
+    >>> tuple(block(x, padding_mask=np.array([[1] * 5, [1, 1, 1, 0, 0]])).shape)
+    (2, 5, 16)
+    """
+
+    ATTENTION_NAMES = ("self_attention",)
+
+    def build(self, inputs_shape):
+        self.build_sublayers(inputs_shape, {"self_attention": inputs_shape})
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+        mask=None,
+    ):
+        padding_mask = mask if padding_mask is None else padding_mask
+
+        def self_attention(x):
+            outputs = self.attention_layers["self_attention"](
+                x,
+                x,
+                padding_mask=padding_mask,
+                attention_mask=attention_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            return outputs if return_attention_scores else (outputs, None)
+
+        outputs, scores = self.residual(
+            "self_attention", inputs, self_attention, training
+        )
+        outputs = self.residual_feed_forward(outputs, training)
+        return (outputs, scores) if return_attention_scores else outputs  # (B, S, D)

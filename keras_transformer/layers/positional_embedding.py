@@ -1,0 +1,159 @@
+"""Scaled token embedding plus the sinusoidal position encoding."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_transformer.layers.masks import padding_mask_from_ids
+
+
+def sinusoidal_encoding(length, d_model, start_index=0, dtype="float32"):
+    """The position encoding of the paper (section 3.5), for any length.
+
+    PE(pos, 2i) = sin(pos / 10000^(2i / d_model)) and
+    PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model)), interleaved: even
+    channels hold sines and odd channels cosines. Nothing is tabulated, so
+    any length and any `start_index` work.
+
+    Args:
+        length: number of positions (int or scalar tensor).
+        d_model: number of channels.
+        start_index: position of the first row (int or scalar tensor).
+        dtype: dtype of the result.
+
+    Returns:
+        A (length, d_model) tensor.
+
+    Example:
+
+    >>> encoding = sinusoidal_encoding(50, 16)
+    >>> tuple(encoding.shape)
+    (50, 16)
+    """
+    positions = ops.cast(ops.arange(length) + start_index, "float32")  # (L,)
+    channels = ops.arange(d_model)  # (D,)
+    pair_index = ops.cast(channels // 2 * 2, "float32")  # 2i for channel 2i, 2i+1
+    inverse_frequency = ops.exp(pair_index * (-math.log(10000.0) / d_model))  # (D,)
+    angles = positions[:, None] * inverse_frequency[None, :]  # (L, D)
+    is_even = ops.equal(channels % 2, 0)[None, :]
+    encoding = ops.where(is_even, ops.sin(angles), ops.cos(angles))  # (L, D)
+    return ops.cast(encoding, dtype)
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class PositionalEmbedding(keras.layers.Layer):
+    """Token embedding scaled by sqrt(d_model) plus the sinusoidal encoding.
+
+    Section 3.4 and 3.5 of "Attention Is All You Need": token ids are looked
+    up in an embedding matrix, multiplied by sqrt(d_model), added to the
+    sinusoidal position encoding (`sinusoidal_encoding`) and passed through
+    dropout. The encoding is computed for any length, so sequences longer
+    than anything seen in training still embed at their true positions.
+
+    The same matrix doubles as the pre-softmax projection when the layer is
+    called with `reverse=True` (weight tying, section 3.4).
+
+    Token id 0 is padding: with `mask_zero=True` (the default) the layer
+    attaches a Keras mask `token_ids != 0` to its output.
+
+    Args:
+        vocab_size: number of token ids.
+        d_model: embedding width.
+        dropout: dropout rate applied to the sum, in [0, 1).
+        mask_zero: whether to attach the padding mask as a Keras mask.
+        embeddings_initializer: initializer of the matrix; by default
+            normal with standard deviation d_model^-0.5, so that the scaled
+            embedding has unit variance.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: int token ids (B, T), or with `reverse=True` hidden states
+            (B, T, d_model).
+        start_index: absolute position of the first token (an int or scalar
+            tensor), so that incremental decoding embeds token t at t.
+        reverse: project hidden states onto the vocabulary instead.
+        training: whether dropout is active.
+
+    Returns:
+        Embeddings (B, T, d_model), or with `reverse=True` float32 logits
+        (B, T, vocab_size).
+
+    Example:
+
+    >>> layer = PositionalEmbedding(vocab_size=100, d_model=16)
+    >>> tuple(layer(np.array([[5, 7, 0]])).shape)
+    (1, 3, 16)
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        d_model,
+        dropout=0.0,
+        mask_zero=True,
+        embeddings_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if int(vocab_size) < 1:
+            raise ValueError(f"vocab_size must be >= 1, got {vocab_size}.")
+        if int(d_model) < 1:
+            raise ValueError(f"d_model must be >= 1, got {d_model}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}.")
+        self.vocab_size = int(vocab_size)
+        self.d_model = int(d_model)
+        self.dropout = dropout
+        self.mask_zero = mask_zero
+        self.embeddings_initializer = keras.initializers.get(
+            embeddings_initializer
+            or keras.initializers.RandomNormal(stddev=self.d_model**-0.5)
+        )
+        self.supports_masking = mask_zero
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="dropout"
+        )
+
+    def build(self, inputs_shape=None):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocab_size, self.d_model),
+            initializer=self.embeddings_initializer,
+        )
+        self.built = True
+
+    def call(self, inputs, start_index=0, reverse=False, training=None):
+        if reverse:
+            kernel = ops.cast(self.embeddings, self.compute_dtype)
+            logits = ops.matmul(inputs, ops.transpose(kernel))  # (B, T, V)
+            return ops.cast(logits, "float32")
+        inputs = ops.cast(inputs, "int32")
+        embedded = ops.take(self.embeddings, inputs, axis=0)  # (B, T, D)
+        embedded = ops.cast(embedded, self.compute_dtype) * ops.cast(
+            math.sqrt(self.d_model), self.compute_dtype
+        )
+        encoding = sinusoidal_encoding(
+            ops.shape(inputs)[1], self.d_model, start_index, self.compute_dtype
+        )  # (T, D)
+        return self.dropout_layer(embedded + encoding[None], training=training)
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero or "int" not in str(inputs.dtype):
+            return None
+        return padding_mask_from_ids(inputs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "d_model": self.d_model,
+                "dropout": self.dropout,
+                "mask_zero": self.mask_zero,
+                "embeddings_initializer": keras.initializers.serialize(
+                    self.embeddings_initializer
+                ),
+            }
+        )
+        return config

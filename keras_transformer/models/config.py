@@ -1,0 +1,133 @@
+"""Hyper-parameters of a Transformer, validated, with the paper's presets."""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """Hyper-parameters of an encoder-decoder Transformer.
+
+    The presets `base` and `big` are the paper's models (Table 3); `small`
+    and `tiny` train on a CPU. Any field can be overridden in a preset:
+    `TransformerConfig.base(37000, dropout=0.2)`.
+
+    Args:
+        vocab_size: size of the (shared) vocabulary; id 0 is padding.
+        d_model: model width.
+        num_heads: attention heads h; must divide `d_model`.
+        d_ff: inner width of the feed-forward networks.
+        num_encoder_layers: encoder layers N.
+        num_decoder_layers: decoder layers N.
+        dropout: P_drop, applied to embeddings and sub-layer outputs.
+        attention_dropout: dropout on attention probabilities.
+        max_length: longest sequence the data pipeline and decoders produce.
+            The position encoding itself works for any length.
+        label_smoothing: epsilon_ls of the training loss.
+        norm_first: pre-norm blocks (and a final layer norm) instead of the
+            paper's post-norm.
+        shared_embeddings: one embedding matrix for source, target and the
+            pre-softmax projection (section 3.4); otherwise three separate
+            weights.
+        activation: feed-forward activation.
+        layer_norm_epsilon: epsilon of every layer norm.
+        warmup_steps: warm-up of the learning-rate schedule (section 5.3).
+
+    Example:
+
+    >>> config = TransformerConfig.base(vocab_size=37000)
+    >>> config.d_model, config.num_heads, config.d_ff
+    (512, 8, 2048)
+    """
+
+    vocab_size: int
+    d_model: int = 512
+    num_heads: int = 8
+    d_ff: int = 2048
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    max_length: int = 256
+    label_smoothing: float = 0.1
+    norm_first: bool = False
+    shared_embeddings: bool = True
+    activation: str = "relu"
+    layer_norm_epsilon: float = 1e-6
+    warmup_steps: int = 4000
+
+    def __post_init__(self):
+        positive = (
+            "vocab_size",
+            "d_model",
+            "num_heads",
+            "d_ff",
+            "num_encoder_layers",
+            "num_decoder_layers",
+            "max_length",
+            "warmup_steps",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} must be divisible by "
+                f"num_heads={self.num_heads}."
+            )
+        for name in ("dropout", "attention_dropout", "label_smoothing"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}.")
+        if self.layer_norm_epsilon <= 0:
+            raise ValueError(
+                f"layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}."
+            )
+
+    @classmethod
+    def base(cls, vocab_size, **overrides):
+        """The paper's base model: N=6, d=512, d_ff=2048, h=8, P_drop=0.1."""
+        return cls(vocab_size=vocab_size, **overrides)
+
+    @classmethod
+    def big(cls, vocab_size, **overrides):
+        """The paper's big model: N=6, d=1024, d_ff=4096, h=16, P_drop=0.3."""
+        values = dict(d_model=1024, num_heads=16, d_ff=4096, dropout=0.3)
+        return cls(vocab_size=vocab_size, **{**values, **overrides})
+
+    @classmethod
+    def small(cls, vocab_size, **overrides):
+        """A CPU-sized model: N=3, d=256, d_ff=1024, h=4."""
+        values = dict(
+            d_model=256,
+            num_heads=4,
+            d_ff=1024,
+            num_encoder_layers=3,
+            num_decoder_layers=3,
+            max_length=128,
+        )
+        return cls(vocab_size=vocab_size, **{**values, **overrides})
+
+    @classmethod
+    def tiny(cls, vocab_size, **overrides):
+        """A model for tests and toy tasks: N=2, d=128, d_ff=512, h=4."""
+        values = dict(
+            d_model=128,
+            num_heads=4,
+            d_ff=512,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            max_length=64,
+        )
+        return cls(vocab_size=vocab_size, **{**values, **overrides})
+
+    def replace(self, **changes):
+        """A copy with `changes` applied (and validated)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(**values)

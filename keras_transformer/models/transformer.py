@@ -1,0 +1,246 @@
+"""The encoder-decoder Transformer as a functional Keras model."""
+
+import keras
+from keras import ops
+
+from keras_transformer.layers.decoder_block import DecoderBlock
+from keras_transformer.layers.encoder_block import EncoderBlock
+from keras_transformer.layers.masks import padding_mask_from_ids
+from keras_transformer.layers.positional_embedding import PositionalEmbedding
+from keras_transformer.models.config import TransformerConfig
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class Transformer(keras.Model):
+    """The Transformer of "Attention Is All You Need", as a functional model.
+
+    Inputs are a dict of int token ids, `encoder_inputs` (B, S) and
+    `decoder_inputs` (B, T), with 0 as padding; the output is float32 logits
+    (B, T, vocab_size) for the token after each decoder position. With
+    `config.shared_embeddings` one matrix embeds source and target and is the
+    pre-softmax projection (section 3.4).
+
+    Besides `fit`/`predict`, the model exposes what decoding needs:
+    `encode` runs the encoder once, `init_cache` computes every layer's
+    cross-attention keys/values and allocates the self-attention caches, and
+    `decode_step` decodes new tokens against the cache.
+
+    Build it with `build_transformer(config)`.
+
+    Args:
+        config: a `TransformerConfig` (or its dict).
+        **kwargs: base `keras.Model` arguments, e.g. `name`.
+    """
+
+    def __init__(self, config, **kwargs):
+        if isinstance(config, dict):
+            config = TransformerConfig.from_dict(config)
+        self.config = config
+        self._create_layers()
+        encoder_inputs = keras.Input((None,), dtype="int32", name="encoder_inputs")
+        decoder_inputs = keras.Input((None,), dtype="int32", name="decoder_inputs")
+        encoder_outputs, encoder_padding_mask = self.encode(encoder_inputs)
+        logits = self.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
+        super().__init__(
+            inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
+            outputs=logits,
+            **kwargs,
+        )
+
+    def _create_layers(self):
+        config = self.config
+
+        def embedding(name):
+            return PositionalEmbedding(
+                config.vocab_size, config.d_model, dropout=config.dropout, name=name
+            )
+
+        block_arguments = dict(
+            num_heads=config.num_heads,
+            d_ff=config.d_ff,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+            activation=config.activation,
+            norm_first=config.norm_first,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+        )
+        if config.shared_embeddings:
+            self.source_embedding = self.target_embedding = embedding(
+                "shared_embedding"
+            )
+            self.output_projection = None
+        else:
+            self.source_embedding = embedding("source_embedding")
+            self.target_embedding = embedding("target_embedding")
+            self.output_projection = keras.layers.Dense(
+                config.vocab_size, name="output_projection"
+            )
+        self.encoder_blocks = [
+            EncoderBlock(**block_arguments, name=f"encoder_block_{i}")
+            for i in range(config.num_encoder_layers)
+        ]
+        self.decoder_blocks = [
+            DecoderBlock(**block_arguments, name=f"decoder_block_{i}")
+            for i in range(config.num_decoder_layers)
+        ]
+        self.encoder_layer_norm = self.decoder_layer_norm = None
+        if config.norm_first:  # pre-norm stacks end with a layer norm
+            self.encoder_layer_norm = self._final_layer_norm("encoder_layer_norm")
+            self.decoder_layer_norm = self._final_layer_norm("decoder_layer_norm")
+
+    def _final_layer_norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.config.layer_norm_epsilon, name=name
+        )
+
+    def encode(self, encoder_inputs, training=None):
+        """Runs the encoder once.
+
+        Args:
+            encoder_inputs: int token ids (B, S), 0 for padding.
+            training: whether dropout is active.
+
+        Returns:
+            `(encoder_outputs, encoder_padding_mask)`: (B, S, d_model) and
+            the boolean (B, S) mask of real source tokens.
+        """
+        encoder_padding_mask = padding_mask_from_ids(encoder_inputs)  # (B, S)
+        x = self.source_embedding(encoder_inputs, training=training)  # (B, S, D)
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=encoder_padding_mask, training=training)
+        if self.encoder_layer_norm is not None:
+            x = self.encoder_layer_norm(x)
+        return x, encoder_padding_mask
+
+    def decode(
+        self, decoder_inputs, encoder_outputs, encoder_padding_mask, training=None
+    ):
+        """Teacher-forced decoding of a whole target prefix in one pass.
+
+        Args:
+            decoder_inputs: int token ids (B, T), 0 for padding.
+            encoder_outputs: (B, S, d_model) from `encode`.
+            encoder_padding_mask: (B, S) from `encode`.
+            training: whether dropout is active.
+
+        Returns:
+            float32 logits (B, T, vocab_size).
+        """
+        decoder_padding_mask = padding_mask_from_ids(decoder_inputs)  # (B, T)
+        x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
+        for block in self.decoder_blocks:
+            x = block(
+                x,
+                encoder_outputs,
+                decoder_padding_mask=decoder_padding_mask,
+                encoder_padding_mask=encoder_padding_mask,
+                training=training,
+            )
+        return self._logits(x)
+
+    def init_cache(self, encoder_outputs, encoder_padding_mask, max_length):
+        """The decoding state for up to `max_length` target tokens.
+
+        Cross-attention keys and values of every decoder layer are computed
+        here, once; self-attention caches start empty. Decoding loops should
+        treat the result as opaque: every leaf has the batch on axis 0, so
+        `tf.nest.map_structure` can gather or tile it (e.g. for beams).
+
+        Args:
+            encoder_outputs: (B, S, d_model) from `encode`.
+            encoder_padding_mask: (B, S) from `encode`.
+            max_length: int, the most target tokens the cache can hold.
+
+        Returns:
+            A dict of tensors.
+        """
+        batch = ops.shape(encoder_outputs)[0]
+        head_dim = self.config.d_model // self.config.num_heads
+        empty = ops.zeros(
+            (batch, 2, max_length, self.config.num_heads, head_dim),
+            dtype=self.compute_dtype,
+        )  # (B, 2, L, h, D / h)
+        return {
+            "self_attention": tuple(empty for _ in self.decoder_blocks),
+            "cross_attention": tuple(
+                block.compute_cross_attention_cache(encoder_outputs)
+                for block in self.decoder_blocks
+            ),  # each (B, 2, S, h, D / h)
+            "encoder_padding_mask": encoder_padding_mask,
+        }
+
+    def decode_step(self, token_ids, cache, index):
+        """Decodes `token_ids` at positions `index, index + 1, ...` with a cache.
+
+        Each call costs only the new tokens: their keys and values are
+        written into the cache and earlier ones are read back.
+
+        Args:
+            token_ids: int (B, t), usually t = 1.
+            cache: from `init_cache` or a previous `decode_step`.
+            index: int or scalar tensor, position of `token_ids[:, 0]`.
+
+        Returns:
+            `(logits, cache)`: float32 (B, t, vocab_size) and the updated
+            cache.
+        """
+        x = self.target_embedding(token_ids, start_index=index)  # (B, t, D)
+        self_attention_caches = []
+        for block, self_cache, cross_cache in zip(
+            self.decoder_blocks,
+            cache["self_attention"],
+            cache["cross_attention"],
+            strict=True,
+        ):
+            x, self_cache = block(
+                x,
+                encoder_padding_mask=cache["encoder_padding_mask"],
+                self_attention_cache=self_cache,
+                cross_attention_cache=cross_cache,
+                cache_index=index,
+            )
+            self_attention_caches.append(self_cache)
+        cache = {**cache, "self_attention": tuple(self_attention_caches)}
+        return self._logits(x), cache
+
+    def _logits(self, decoder_outputs):
+        if self.decoder_layer_norm is not None:
+            decoder_outputs = self.decoder_layer_norm(decoder_outputs)
+        if self.output_projection is None:
+            return self.target_embedding(decoder_outputs, reverse=True)  # (B, T, V)
+        return ops.cast(self.output_projection(decoder_outputs), "float32")
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def build_transformer(config, name="transformer"):
+    """Builds the encoder-decoder Transformer described by `config`.
+
+    Args:
+        config: a `TransformerConfig`.
+        name: the model's name.
+
+    Returns:
+        A `Transformer` (a functional `keras.Model`) with inputs
+        `{"encoder_inputs": (B, S), "decoder_inputs": (B, T)}` and float32
+        logits (B, T, vocab_size).
+
+    Example:
+
+    >>> model = build_transformer(TransformerConfig.tiny(vocab_size=100))
+    >>> logits = model({"encoder_inputs": np.array([[5, 6, 7, 2]]),
+    ...                 "decoder_inputs": np.array([[1, 8, 9]])})
+    >>> tuple(logits.shape)
+    (1, 3, 100)
+    """
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(
+            "build_transformer expects a TransformerConfig, "
+            f"got {type(config).__name__}."
+        )
+    return Transformer(config, name=name)
