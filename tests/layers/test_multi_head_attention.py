@@ -1,0 +1,132 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer.layers import MultiHeadAttention
+from tests.layer_test_case import run_layer_test
+
+RNG = np.random.default_rng(0)
+QUERY = RNG.normal(size=(2, 5, 16)).astype("float32")
+VALUE = RNG.normal(size=(2, 7, 16)).astype("float32")
+PADDING = np.array([[1] * 7, [1, 1, 1, 1, 0, 0, 0]], bool)
+
+
+def paired_layers(num_heads=4, key_dim=4):
+    """Ours and Keras's, with Keras's (randomised) weights copied into ours."""
+    ours = MultiHeadAttention(num_heads, key_dim)
+    reference = keras.layers.MultiHeadAttention(num_heads, key_dim)
+    ours(QUERY, VALUE)
+    reference(QUERY, VALUE)
+    pairs = [
+        (ours.query_dense, reference._query_dense),
+        (ours.key_dense, reference._key_dense),
+        (ours.value_dense, reference._value_dense),
+        (ours.output_dense, reference._output_dense),
+    ]
+    for mine, theirs in pairs:
+        theirs.bias.assign(RNG.normal(size=theirs.bias.shape))
+        mine.kernel.assign(np.reshape(np.array(theirs.kernel), mine.kernel.shape))
+        mine.bias.assign(np.reshape(np.array(theirs.bias), mine.bias.shape))
+    return ours, reference
+
+
+def test_layer_conventions(tmp_path):
+    run_layer_test(
+        MultiHeadAttention,
+        {"num_heads": 4, "key_dim": 4, "dropout": 0.1},
+        {"query": QUERY, "value": VALUE, "padding_mask": PADDING},
+        expected_output_shape=(2, 5, 16),
+        expected_num_trainable_weights=8,
+        tmp_path=tmp_path,
+    )
+
+
+def test_equals_keras_multi_head_attention():
+    ours, reference = paired_layers()
+    expected, expected_scores = reference(QUERY, VALUE, return_attention_scores=True)
+    outputs, scores = ours(QUERY, VALUE, return_attention_scores=True)
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-5)
+
+
+def test_equals_keras_with_padding_and_attention_masks():
+    ours, reference = paired_layers()
+    attention = RNG.random((2, 5, 7)) > 0.3
+    attention[:, :, 0] = True  # every query sees at least one key
+    combined = attention & PADDING[:, None, :]
+    expected = reference(QUERY, VALUE, attention_mask=combined)
+    outputs = ours(QUERY, VALUE, padding_mask=PADDING, attention_mask=attention)
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+
+
+def test_equals_keras_with_causal_mask():
+    ours, reference = paired_layers()
+    expected = reference(QUERY, QUERY, use_causal_mask=True)
+    outputs = ours(QUERY, QUERY, use_causal_mask=True)
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+
+
+def test_padded_keys_do_not_change_outputs():
+    layer = MultiHeadAttention(4, 4)
+    changed = VALUE.copy()
+    changed[1, 4:] = 100.0
+    np.testing.assert_allclose(
+        layer(QUERY, changed, padding_mask=PADDING),
+        layer(QUERY, VALUE, padding_mask=PADDING),
+        atol=1e-5,
+    )
+
+
+def test_future_keys_do_not_change_past_outputs():
+    layer = MultiHeadAttention(4, 4)
+    changed = QUERY.copy()
+    changed[:, 3:] += 1.0
+    np.testing.assert_allclose(
+        layer(changed, changed, use_causal_mask=True)[:, :3],
+        layer(QUERY, QUERY, use_causal_mask=True)[:, :3],
+        atol=1e-5,
+    )
+
+
+def test_self_attention_cache_equals_full_causal_pass():
+    layer = MultiHeadAttention(4, 4)
+    full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
+    cache = np.zeros((2, 2, 8, 4, 4), "float32")  # room for more than 5 tokens
+    for t in range(5):
+        step = QUERY[:, t : t + 1]
+        output, cache = layer(
+            step, step, use_causal_mask=True, cache=cache, cache_index=t
+        )
+        np.testing.assert_allclose(output[:, 0], full[:, t], atol=1e-5)
+
+
+def test_cross_attention_cache_equals_direct_call():
+    layer = MultiHeadAttention(4, 4)
+    direct = layer(QUERY, VALUE, padding_mask=PADDING)
+    cache = layer.compute_cache(VALUE)
+    assert tuple(cache.shape) == (2, 2, 7, 4, 4)
+    cached = layer(QUERY, padding_mask=PADDING, cache=cache)
+    np.testing.assert_allclose(cached, direct, atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_fully_masked_rows_stay_finite_in_half_precision(policy):
+    layer = MultiHeadAttention(4, 4, dtype=policy)
+    padding = PADDING.copy()
+    padding[1] = False
+    outputs = layer(QUERY, VALUE, padding_mask=padding)
+    assert outputs.dtype == policy.removeprefix("mixed_")
+    assert np.all(np.isfinite(np.array(outputs, dtype="float32")))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_heads": 0, "key_dim": 4}, "num_heads"),
+        ({"num_heads": 2, "key_dim": 0}, "key_dim"),
+        ({"num_heads": 2, "key_dim": 4, "dropout": 1.5}, "dropout"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MultiHeadAttention(**kwargs)

@@ -1,0 +1,102 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer.layers import PositionalEmbedding, sinusoidal_encoding
+from tests.layer_test_case import run_layer_test
+
+
+def paper_encoding(positions, d_model):
+    """Section 3.5, written out term by term."""
+    table = np.zeros((len(positions), d_model))
+    for row, pos in enumerate(positions):
+        for channel in range(d_model):
+            i = channel // 2
+            angle = pos / 10000 ** (2 * i / d_model)
+            table[row, channel] = np.sin(angle) if channel % 2 == 0 else np.cos(angle)
+    return table
+
+
+def test_layer_conventions(tmp_path):
+    ids = np.array([[5, 7, 9, 0, 0], [1, 2, 3, 4, 5]], "int32")
+    run_layer_test(
+        PositionalEmbedding,
+        {"vocab_size": 12, "d_model": 16, "dropout": 0.1},
+        {"inputs": ids},
+        expected_output_shape=(2, 5, 16),
+        expected_num_trainable_weights=1,
+        tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("d_model", [16, 15, 512])
+def test_sinusoid_matches_the_paper_formula(d_model):
+    encoding = np.array(sinusoidal_encoding(60, d_model))
+    np.testing.assert_allclose(encoding, paper_encoding(range(60), d_model), atol=1e-5)
+
+
+def test_sinusoid_has_no_length_limit_and_honours_the_start_index():
+    encoding = np.array(sinusoidal_encoding(4, 32, start_index=9000))
+    np.testing.assert_allclose(
+        encoding, paper_encoding(range(9000, 9004), 32), atol=2e-3
+    )
+
+
+def test_output_is_scaled_embedding_plus_encoding():
+    layer = PositionalEmbedding(vocab_size=20, d_model=8)
+    ids = np.array([[3, 4, 5, 6, 0]])
+    outputs = np.array(layer(ids))
+    matrix = np.array(layer.embeddings)
+    expected = matrix[ids] * np.sqrt(8) + paper_encoding(range(5), 8)[None]
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+
+
+def test_start_index_embeds_token_t_at_position_t():
+    layer = PositionalEmbedding(vocab_size=20, d_model=8)
+    ids = np.array([[3, 4, 5, 6, 7, 8]])
+    full = np.array(layer(ids))
+    for t in range(6):
+        step = np.array(layer(ids[:, t : t + 1], start_index=t))
+        np.testing.assert_allclose(step[:, 0], full[:, t], atol=1e-6)
+
+
+def test_padding_mask_comes_from_id_zero():
+    layer = PositionalEmbedding(vocab_size=20, d_model=8)
+    ids = np.array([[3, 4, 0, 0]])
+    np.testing.assert_array_equal(layer.compute_mask(ids), [[True, True, False, False]])
+    assert PositionalEmbedding(20, 8, mask_zero=False).compute_mask(ids) is None
+
+
+def test_reverse_projects_on_the_embedding_matrix_in_float32():
+    layer = PositionalEmbedding(vocab_size=20, d_model=8, dtype="mixed_bfloat16")
+    layer.build()
+    hidden = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
+    logits = layer(hidden, reverse=True)
+    assert logits.dtype == "float32"
+    expected = hidden @ np.array(layer.embeddings).T
+    np.testing.assert_allclose(logits, expected, rtol=0.05, atol=0.05)
+    assert layer.compute_mask(hidden) is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"vocab_size": 0, "d_model": 8}, "vocab_size"),
+        ({"vocab_size": 10, "d_model": 0}, "d_model"),
+        ({"vocab_size": 10, "d_model": 8, "dropout": 1.0}, "dropout"),
+        ({"vocab_size": 10, "d_model": 8, "dropout": -0.1}, "dropout"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PositionalEmbedding(**kwargs)
+
+
+def test_keras_mask_reaches_downstream_layers():
+    inputs = keras.Input((None,), dtype="int32")
+    embedded = PositionalEmbedding(vocab_size=10, d_model=4)(inputs)
+    pooled = keras.layers.GlobalAveragePooling1D()(embedded)
+    model = keras.Model(inputs, pooled)
+    with_padding = np.array(model(np.array([[3, 4, 0, 0]])))
+    without = np.array(model(np.array([[3, 4]])))
+    np.testing.assert_allclose(with_padding, without, atol=1e-6)

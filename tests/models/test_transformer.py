@@ -1,0 +1,120 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer import Transformer, TransformerConfig, build_transformer
+
+VOCAB = 50
+RNG = np.random.default_rng(0)
+
+
+def tiny_model(**overrides):
+    values = dict(d_model=32, d_ff=64, dropout=0.0, max_length=16)
+    return build_transformer(TransformerConfig.tiny(VOCAB, **{**values, **overrides}))
+
+
+def logits(model, source, target):
+    return np.array(model({"encoder_inputs": source, "decoder_inputs": target}))
+
+
+SOURCE = RNG.integers(1, VOCAB, size=(3, 7))
+TARGET = RNG.integers(1, VOCAB, size=(3, 6))
+
+
+@pytest.mark.parametrize("preset, paper_count", [("base", 65e6), ("big", 213e6)])
+def test_parameter_counts_match_the_paper(preset, paper_count):
+    model = build_transformer(getattr(TransformerConfig, preset)(37000))
+    assert abs(model.count_params() / paper_count - 1) < 0.05
+
+
+def test_shared_embeddings_use_one_matrix():
+    shared, separate = tiny_model(), tiny_model(shared_embeddings=False)
+    embedding = VOCAB * 32
+    assert separate.count_params() - shared.count_params() == 2 * embedding + VOCAB
+    matrices = [w for w in shared.weights if w.path.endswith("embeddings")]
+    assert len(matrices) == 1
+
+
+def test_named_inputs_and_float32_logits():
+    model = tiny_model()
+    assert sorted(model.input) == ["decoder_inputs", "encoder_inputs"]
+    outputs = model({"encoder_inputs": SOURCE, "decoder_inputs": TARGET})
+    assert tuple(outputs.shape) == (3, 6, VOCAB)
+    assert outputs.dtype == "float32"
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_later_decoder_tokens_never_change_earlier_logits(norm_first):
+    model = tiny_model(norm_first=norm_first)
+    reference = logits(model, SOURCE, TARGET)
+    for t in range(TARGET.shape[1] - 1):
+        changed = TARGET.copy()
+        changed[:, t + 1 :] = RNG.integers(1, VOCAB, size=changed[:, t + 1 :].shape)
+        np.testing.assert_allclose(
+            logits(model, SOURCE, changed)[:, : t + 1],
+            reference[:, : t + 1],
+            atol=1e-5,
+        )
+
+
+@pytest.mark.parametrize("shared_embeddings", [True, False])
+def test_appended_padding_never_changes_real_logits(shared_embeddings):
+    model = tiny_model(shared_embeddings=shared_embeddings)
+    reference = logits(model, SOURCE, TARGET)
+    padded_source = np.pad(SOURCE, ((0, 0), (0, 5)))
+    padded_target = np.pad(TARGET, ((0, 0), (0, 4)))
+    np.testing.assert_allclose(
+        logits(model, padded_source, TARGET), reference, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        logits(model, SOURCE, padded_target)[:, :6], reference, atol=1e-5
+    )
+
+
+def test_batch_items_with_different_lengths_equal_one_by_one():
+    model = tiny_model()
+    source = SOURCE.copy()
+    source[0, 4:] = 0
+    batched = logits(model, source, TARGET)
+    alone = logits(model, source[:1, :4], TARGET[:1])
+    np.testing.assert_allclose(batched[:1], alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_decoding_equals_the_teacher_forced_pass(norm_first):
+    model = tiny_model(norm_first=norm_first)
+    source = SOURCE.copy()
+    source[1, 5:] = 0
+    full = logits(model, source, TARGET)
+    encoder_outputs, encoder_padding_mask = model.encode(source)
+    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
+    for t in range(TARGET.shape[1]):
+        step_logits, cache = model.decode_step(TARGET[:, t : t + 1], cache, t)
+        np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
+
+
+def test_encode_and_decode_compose_to_the_model():
+    model = tiny_model()
+    encoder_outputs, mask = model.encode(SOURCE)
+    np.testing.assert_allclose(
+        model.decode(TARGET, encoder_outputs, mask),
+        logits(model, SOURCE, TARGET),
+        atol=1e-6,
+    )
+
+
+def test_keras_file_round_trip_without_custom_objects(tmp_path):
+    model = tiny_model(norm_first=True)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    reloaded = keras.saving.load_model(path)
+    assert isinstance(reloaded, Transformer)
+    assert reloaded.config == model.config
+    np.testing.assert_allclose(
+        logits(reloaded, SOURCE, TARGET), logits(model, SOURCE, TARGET), atol=1e-6
+    )
+
+
+def test_build_transformer_rejects_other_configs():
+    with pytest.raises(TypeError, match="TransformerConfig"):
+        build_transformer({"vocab_size": 10})

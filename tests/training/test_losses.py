@@ -1,0 +1,72 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer import LabelSmoothedCrossEntropy
+
+RNG = np.random.default_rng(0)
+LABELS = np.array([[4, 2, 7, 0, 0], [1, 3, 0, 0, 0]])
+LOGITS = RNG.normal(size=(2, 5, 9)).astype("float32")
+
+
+def hand_computed(labels, logits, epsilon):
+    """Mean over real tokens of -sum_k q_k log p_k, q = (1-e) one-hot + e/V."""
+    vocab = logits.shape[-1]
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    total, count = 0.0, 0
+    for b, t in zip(*np.nonzero(labels), strict=True):
+        q = np.full(vocab, epsilon / vocab)
+        q[labels[b, t]] += 1 - epsilon
+        total += -(q * log_p[b, t]).sum()
+        count += 1
+    return total / count
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+def test_equals_hand_computation(epsilon):
+    loss = LabelSmoothedCrossEntropy(label_smoothing=epsilon)
+    np.testing.assert_allclose(
+        float(loss(LABELS, LOGITS)), hand_computed(LABELS, LOGITS, epsilon), rtol=1e-5
+    )
+
+
+def test_equals_keras_smoothed_crossentropy_over_real_tokens():
+    mask = LABELS != 0
+    one_hot = np.eye(9)[LABELS[mask]]
+    reference = keras.losses.CategoricalCrossentropy(
+        from_logits=True, label_smoothing=0.1
+    )(one_hot, LOGITS[mask])
+    ours = LabelSmoothedCrossEntropy(0.1)(LABELS, LOGITS)
+    np.testing.assert_allclose(float(ours), float(reference), rtol=1e-5)
+
+
+def test_padding_positions_are_ignored():
+    loss = LabelSmoothedCrossEntropy()
+    changed = LOGITS.copy()
+    changed[LABELS == 0] = 1000.0
+    assert float(loss(LABELS, changed)) == pytest.approx(float(loss(LABELS, LOGITS)))
+
+
+def test_probabilities_input():
+    probabilities = np.array(keras.ops.softmax(LOGITS))
+    np.testing.assert_allclose(
+        float(LabelSmoothedCrossEntropy(from_logits=False)(LABELS, probabilities)),
+        float(LabelSmoothedCrossEntropy()(LABELS, LOGITS)),
+        rtol=1e-4,
+    )
+
+
+def test_all_padding_gives_zero():
+    assert float(LabelSmoothedCrossEntropy()(np.zeros((2, 3)), LOGITS[:, :3])) == 0.0
+
+
+def test_serializes():
+    loss = LabelSmoothedCrossEntropy(label_smoothing=0.2, name="smooth")
+    restored = keras.losses.deserialize(keras.losses.serialize(loss))
+    assert restored.get_config() == loss.get_config()
+    assert float(restored(LABELS, LOGITS)) == float(loss(LABELS, LOGITS))
+
+
+def test_bad_smoothing_raises():
+    with pytest.raises(ValueError, match="label_smoothing"):
+        LabelSmoothedCrossEntropy(label_smoothing=1.0)

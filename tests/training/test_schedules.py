@@ -1,0 +1,48 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_transformer import TransformerSchedule, transformer_optimizer
+
+
+@pytest.mark.parametrize("step", [1, 10, 1000, 3999, 4000, 4001, 100000])
+def test_values_follow_section_5_3(step):
+    schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
+    expected = 512**-0.5 * min(step**-0.5, step * 4000**-1.5)
+    np.testing.assert_allclose(float(schedule(step)), expected, rtol=1e-6)
+
+
+def test_peak_is_at_the_end_of_warmup_and_step_zero_is_usable():
+    schedule = TransformerSchedule(d_model=256, warmup_steps=100, scale=2.0)
+    values = [float(schedule(step)) for step in range(0, 300)]
+    assert int(np.argmax(values)) == 100
+    assert 0 < values[0] == values[1]
+
+
+def test_serializes():
+    schedule = TransformerSchedule(d_model=128, warmup_steps=50, scale=0.5)
+    restored = keras.optimizers.schedules.deserialize(
+        keras.optimizers.schedules.serialize(schedule)
+    )
+    assert float(restored(70)) == float(schedule(70))
+
+
+def test_optimizer_uses_the_papers_adam_settings():
+    optimizer = transformer_optimizer(d_model=512)
+    assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.98, 1e-9)
+    schedule = optimizer.get_config()["learning_rate"]
+    assert schedule["class_name"] == "TransformerSchedule"
+    assert schedule["config"] == {"d_model": 512, "warmup_steps": 4000, "scale": 1.0}
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"d_model": 0}, "d_model"),
+        ({"d_model": 8, "warmup_steps": 0}, "warmup_steps"),
+        ({"d_model": 8, "scale": 0}, "scale"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerSchedule(**kwargs)
