@@ -113,7 +113,12 @@ class Transformer(keras.Model):
         return x, encoder_padding_mask
 
     def decode(
-        self, decoder_inputs, encoder_outputs, encoder_padding_mask, training=None
+        self,
+        decoder_inputs,
+        encoder_outputs,
+        encoder_padding_mask,
+        training=None,
+        return_cross_attention=False,
     ):
         """Teacher-forced decoding of a whole target prefix in one pass.
 
@@ -122,21 +127,29 @@ class Transformer(keras.Model):
             encoder_outputs: (B, S, d_model) from `encode`.
             encoder_padding_mask: (B, S) from `encode`.
             training: whether dropout is active.
+            return_cross_attention: also return the last decoder layer's
+                cross-attention probabilities averaged over heads, (B, T, S):
+                the source-target alignment the paper visualises.
 
         Returns:
-            float32 logits (B, T, vocab_size).
+            float32 logits (B, T, vocab_size), and the alignment if asked.
         """
         decoder_padding_mask = padding_mask_from_ids(decoder_inputs)  # (B, T)
         x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
-        for block in self.decoder_blocks:
+        for index, block in enumerate(self.decoder_blocks):
+            is_last = index == len(self.decoder_blocks) - 1
             x = block(
                 x,
                 encoder_outputs,
                 decoder_padding_mask=decoder_padding_mask,
                 encoder_padding_mask=encoder_padding_mask,
+                return_attention_scores=return_cross_attention and is_last,
                 training=training,
             )
-        return self._logits(x)
+        if not return_cross_attention:
+            return self._logits(x)
+        x, scores = x  # scores (B, h, T, S)
+        return self._logits(x), ops.mean(ops.cast(scores, "float32"), axis=1)
 
     def init_cache(self, encoder_outputs, encoder_padding_mask, max_length):
         """The decoding state for up to `max_length` target tokens.

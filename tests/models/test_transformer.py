@@ -118,3 +118,17 @@ def test_keras_file_round_trip_without_custom_objects(tmp_path):
 def test_build_transformer_rejects_other_configs():
     with pytest.raises(TypeError, match="TransformerConfig"):
         build_transformer({"vocab_size": 10})
+
+
+def test_cross_attention_alignment_rows_are_distributions_over_real_source():
+    model = tiny_model()
+    source = SOURCE.copy()
+    source[0, 4:] = 0
+    encoder_outputs, mask = model.encode(source)
+    outputs, alignment = model.decode(
+        TARGET, encoder_outputs, mask, return_cross_attention=True
+    )
+    np.testing.assert_allclose(outputs, logits(model, source, TARGET), atol=1e-6)
+    assert tuple(alignment.shape) == (3, 6, 7)
+    np.testing.assert_allclose(np.sum(alignment, axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.array(alignment)[0, :, 4:], 0.0, atol=1e-7)
