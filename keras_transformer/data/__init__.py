@@ -1,0 +1,50 @@
+"""Data: parallel corpora, the shared subword tokenizer, the tf.data pipeline.
+
+Every corpus loader returns, per split, a `tf.data.Dataset` of
+`(source, target)` string pairs; `train_tokenizer` learns one vocabulary for
+both languages; `make_dataset` turns pairs into `model.fit` batches.
+"""
+
+from keras_transformer.data.corpora import (
+    CorpusNotFoundError,
+    load_text_corpus,
+    load_translation_corpus,
+    pairs_to_dataset,
+    read_parallel_files,
+    read_tsv,
+    resolve_language_pair,
+    split_pairs,
+)
+from keras_transformer.data.ding import (
+    DING_PATH,
+    assign_split,
+    load_ding_pairs,
+    parse_line,
+    parse_phrases,
+    source_key,
+)
+from keras_transformer.data.pipeline import make_dataset, model_example
+from keras_transformer.data.tfds_ding import DingDeEn
+from keras_transformer.data.tokenizer import SubwordTokenizer, train_tokenizer
+
+__all__ = [
+    "DING_PATH",
+    "CorpusNotFoundError",
+    "DingDeEn",
+    "SubwordTokenizer",
+    "assign_split",
+    "load_ding_pairs",
+    "load_text_corpus",
+    "load_translation_corpus",
+    "make_dataset",
+    "model_example",
+    "pairs_to_dataset",
+    "parse_line",
+    "parse_phrases",
+    "read_parallel_files",
+    "read_tsv",
+    "resolve_language_pair",
+    "source_key",
+    "split_pairs",
+    "train_tokenizer",
+]

@@ -1,0 +1,119 @@
+"""The tf.data pipeline from sentence pairs to `model.fit` batches."""
+
+import tensorflow as tf
+
+from keras_transformer.data.tokenizer import END_ID, START_ID
+
+
+def model_example(source_ids, target_ids, max_length):
+    """One tokenized pair -> `({"encoder_inputs", "decoder_inputs"}, labels)`.
+
+    The encoder input is the source pieces then the end id; the target
+    sequence is the start id, the target pieces, the end id. Over-long
+    sequences lose their last pieces (the end id is kept), so the encoder
+    input and the decoder input hold at most `max_length` ids. Labels are
+    the decoder inputs shifted left by one.
+
+    Args:
+        source_ids, target_ids: int32 (L,) piece ids without start/end.
+        max_length: the most ids in the encoder input and the decoder input.
+
+    Example:
+
+    >>> inputs, labels = model_example(
+    ...     tf.constant([7, 8, 9]), tf.constant([5, 6]), max_length=3)
+    >>> inputs["encoder_inputs"].numpy(), inputs["decoder_inputs"].numpy()
+    (array([7, 8, 2], dtype=int32), array([1, 5, 6], dtype=int32))
+    >>> labels.numpy()
+    array([5, 6, 2], dtype=int32)
+    """
+    encoder_inputs = tf.concat([source_ids[: max_length - 1], [END_ID]], axis=0)
+    target = tf.concat([[START_ID], target_ids[: max_length - 1], [END_ID]], axis=0)
+    inputs = {"encoder_inputs": encoder_inputs, "decoder_inputs": target[:-1]}
+    return inputs, target[1:]
+
+
+def make_dataset(
+    pairs,
+    tokenizer,
+    max_length=64,
+    tokens_per_batch=4096,
+    shuffle_buffer=20000,
+    seed=None,
+    repeat=False,
+    drop_long=False,
+):
+    """Batches of `({"encoder_inputs", "decoder_inputs"}, labels)` for `fit`.
+
+    Pairs are tokenized, truncated to `max_length` ids (see `model_example`)
+    or, with `drop_long=True`, dropped when longer; shuffled; bucketed by
+    length and batched by a token budget as in the paper (section 5.1:
+    batches of about 25k source and 25k target tokens). A bucket holding
+    sequences of up to `L` ids gets batches of `tokens_per_batch // L`
+    pairs, so no batch holds more than `tokens_per_batch` encoder ids, nor
+    more than that many decoder ids, padding included. Under a
+    `tf.distribute` strategy `model.fit` splits each batch across replicas:
+    `tokens_per_batch` is the global budget.
+
+    Args:
+        pairs: a `tf.data.Dataset` of (source, target) scalar strings.
+        tokenizer: a `SubwordTokenizer`.
+        max_length: the most ids in an encoder input and a decoder input.
+        tokens_per_batch: the token budget of one batch.
+        shuffle_buffer: pairs shuffled together (0 for no shuffling).
+        seed: shuffling seed, for a reproducible order.
+        repeat: repeat forever (for training with `steps_per_epoch`).
+        drop_long: drop pairs longer than `max_length` instead of truncating.
+
+    Returns:
+        A `tf.data.Dataset` of padded int32 batches.
+    """
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2, got {max_length}.")
+    if tokens_per_batch < max_length:
+        raise ValueError(
+            f"tokens_per_batch={tokens_per_batch} must be >= max_length={max_length}."
+        )
+    if shuffle_buffer:
+        pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        pairs = pairs.repeat()
+    tokenized = pairs.batch(256).map(
+        lambda source, target: (tokenizer.tokenize(source), tokenizer.tokenize(target)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    tokenized = tokenized.unbatch()  # (source_ids (L,), target_ids (L,))
+    if drop_long:
+        tokenized = tokenized.filter(
+            lambda source, target: (
+                tf.maximum(tf.size(source), tf.size(target)) + 1 <= max_length
+            )
+        )
+    examples = tokenized.map(
+        lambda source, target: model_example(source, target, max_length),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    boundaries = _bucket_limits(max_length)
+    batch_sizes = [tokens_per_batch // limit for limit in boundaries]
+    batch_sizes.append(tokens_per_batch // max_length)
+    batches = examples.bucket_by_sequence_length(
+        element_length_func=_example_length,
+        bucket_boundaries=[limit + 1 for limit in boundaries],  # exclusive bounds
+        bucket_batch_sizes=batch_sizes,
+    )
+    return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def _example_length(inputs, labels):
+    return tf.maximum(
+        tf.size(inputs["encoder_inputs"]), tf.size(inputs["decoder_inputs"])
+    )
+
+
+def _bucket_limits(max_length):
+    """Bucket length limits below max_length: 8, 16, ..., 64, then steps of 16."""
+    limits, limit = [], 8
+    while limit < max_length:
+        limits.append(limit)
+        limit += 8 if limit < 64 else 16
+    return limits

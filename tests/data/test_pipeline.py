@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.data import (
+    load_ding_pairs,
+    make_dataset,
+    pairs_to_dataset,
+    train_tokenizer,
+)
+
+
+@pytest.fixture(scope="module")
+def setting():
+    pairs = load_ding_pairs()["train"][:3000]
+    tokenizer = train_tokenizer([text for pair in pairs for text in pair], 800)
+    return pairs, tokenizer
+
+
+def batches(setting, **kwargs):
+    pairs, tokenizer = setting
+    return list(make_dataset(pairs_to_dataset(pairs), tokenizer, **kwargs))
+
+
+def test_batches_respect_the_token_budget_and_lengths(setting):
+    result = batches(setting, max_length=24, tokens_per_batch=512, seed=0)
+    for inputs, labels in result:
+        for tensor in (inputs["encoder_inputs"], inputs["decoder_inputs"], labels):
+            assert tensor.dtype == tf.int32
+            assert tensor.shape[1] <= 24
+            assert tensor.shape[0] * tensor.shape[1] <= 512
+    total = sum(int(labels.shape[0]) for _, labels in result)
+    assert total == len(setting[0])
+
+
+def test_labels_are_decoder_inputs_shifted_by_one(setting):
+    for inputs, labels in batches(setting, max_length=32, tokens_per_batch=1024):
+        decoder_inputs = inputs["decoder_inputs"].numpy()
+        labels = labels.numpy()
+        real = decoder_inputs[:, 1:] != 0
+        np.testing.assert_array_equal(decoder_inputs[:, 1:][real], labels[:, :-1][real])
+        np.testing.assert_array_equal(decoder_inputs != 0, labels != 0)
+        assert np.all(decoder_inputs[:, 0] == 1)
+        lengths = (labels != 0).sum(axis=1)
+        assert np.all(labels[np.arange(len(labels)), lengths - 1] == 2)  # end id
+        encoder = inputs["encoder_inputs"].numpy()
+        encoder_lengths = (encoder != 0).sum(axis=1)
+        assert np.all(encoder[np.arange(len(encoder)), encoder_lengths - 1] == 2)
+
+
+def test_round_trip_through_the_pipeline(setting):
+    pairs, tokenizer = setting
+    inputs, labels = next(
+        iter(make_dataset(pairs_to_dataset(pairs[:1]), tokenizer, shuffle_buffer=0))
+    )
+    assert (
+        tokenizer.detokenize(inputs["encoder_inputs"]).numpy()[0].decode()
+        == (pairs[0][0])
+    )
+    assert tokenizer.detokenize(labels).numpy()[0].decode() == pairs[0][1]
+
+
+def test_drop_long_drops_instead_of_truncating(setting):
+    kept = batches(setting, max_length=10, tokens_per_batch=200, drop_long=True)
+    truncated = batches(setting, max_length=10, tokens_per_batch=200)
+    count = sum(int(labels.shape[0]) for _, labels in kept)
+    assert 0 < count < sum(int(labels.shape[0]) for _, labels in truncated)
+
+
+def test_same_seed_same_order(setting):
+    first = batches(setting, max_length=16, tokens_per_batch=256, seed=3)
+    second = batches(setting, max_length=16, tokens_per_batch=256, seed=3)
+    for (a, _), (b, _) in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a["encoder_inputs"], b["encoder_inputs"])
+
+
+def test_budget_smaller_than_a_sequence_is_rejected(setting):
+    with pytest.raises(ValueError, match="tokens_per_batch=8"):
+        batches(setting, max_length=16, tokens_per_batch=8)
