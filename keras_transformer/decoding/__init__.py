@@ -1,0 +1,18 @@
+"""Decoding: greedy and beam search over a step function, and for the model.
+
+`greedy_decode` and `beam_search` are pure TensorFlow loops over
+`next_fn(ids, cache, index) -> (logits, cache)` and a cache they never look
+inside; `decode` runs them with a `keras_transformer.Transformer`.
+"""
+
+from keras_transformer.decoding.beam_search import beam_search, length_penalty
+from keras_transformer.decoding.greedy import greedy_decode
+from keras_transformer.decoding.model_decoding import decode, make_next_fn
+
+__all__ = [
+    "beam_search",
+    "decode",
+    "greedy_decode",
+    "length_penalty",
+    "make_next_fn",
+]

@@ -1,0 +1,289 @@
+"""Beam search with a length penalty, as one `tf.while_loop`.
+
+The paper's setup (section 6.1): beam size 4, length penalty alpha = 0.6, as
+in tensor2tensor and GNMT (Wu et al., 2016): a hypothesis of `n` generated
+tokens scores `sum log p / ((5 + n) / 6) ** alpha`. Finished hypotheses are
+kept apart from alive ones; the search stops when no alive beam can beat the
+worst kept finished one. The loop only knows a step function and an opaque
+cache; see `beam_search`.
+"""
+
+import tensorflow as tf
+
+from keras_transformer.decoding.greedy import (
+    check_positive_int,
+    keep_static_shapes,
+    log_probabilities,
+    sequence_limits,
+    write_column,
+)
+
+
+def length_penalty(length, alpha):
+    """The GNMT length penalty ((5 + length) / 6) ** alpha.
+
+    Args:
+        length: int or float tensor, number of generated tokens.
+        alpha: float >= 0; 0 disables the penalty.
+
+    Returns:
+        float32, the shape of `length`.
+
+    Example:
+
+    >>> float(length_penalty(7, 1.0))
+    2.0
+    """
+    length = tf.cast(length, tf.float32)
+    return tf.pow((5.0 + length) / 6.0, alpha)
+
+
+def tile_beams(nest, beam_size):
+    """Repeats every leaf of `nest` `beam_size` times along axis 0.
+
+    Args:
+        nest: a nest of tensors with the batch on axis 0, (B, ...).
+        beam_size: K.
+
+    Returns:
+        The same nest with leaves (B * K, ...), beam k of item b at row
+        b * K + k.
+
+    Example:
+
+    >>> tile_beams({"x": tf.constant([[1], [2]])}, 2)["x"].numpy().ravel()
+    array([1, 1, 2, 2], dtype=int32)
+    """
+    return tf.nest.map_structure(
+        lambda x: tf.repeat(x, beam_size, axis=0), nest
+    )  # (B * K, ...)
+
+
+def gather_beams(nest, beam_indices, beam_size):
+    """Selects beams of a flat (B * K, ...) nest.
+
+    Args:
+        nest: a nest of tensors with leaves (B * K, ...).
+        beam_indices: int (B, K'), for every new beam of item b the old beam
+            it continues (in 0..K-1).
+        beam_size: K, the beams per item in `nest`.
+
+    Returns:
+        The nest with leaves (B * K', ...).
+
+    Example:
+
+    >>> flat = tf.constant([10, 11, 20, 21])  # (B * K,) with B = K = 2
+    >>> gather_beams(flat, tf.constant([[1, 1], [0, 1]]), 2).numpy()
+    array([11, 11, 20, 21], dtype=int32)
+    """
+    batch_size = tf.shape(beam_indices)[0]
+    offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
+    rows = tf.reshape(beam_indices + offsets, [-1])  # (B * K',)
+    return tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=0), nest)
+
+
+def _top_candidates(alive_ids, alive_log_probs, log_probs, index, count):
+    """The `count` best one-token extensions of the alive beams of each item.
+
+    Args:
+        alive_ids: int32 (B, K, L + 1).
+        alive_log_probs: float32 (B, K).
+        log_probs: float32 (B, K, V), next-token log-probabilities.
+        index: scalar int32, the position just fed; tokens go to index + 1.
+        count: int, candidates per item (2K, so that K of them are not
+            ended).
+
+    Returns:
+        `(ids (B, count, L + 1), tokens (B, count), log_probs (B, count),
+        beams (B, count))`, best first: the extended sequences, their new
+        tokens and log-probabilities, and the alive beam each extends.
+    """
+    vocab_size = tf.shape(log_probs)[-1]
+    batch_size = tf.shape(log_probs)[0]
+    total = alive_log_probs[:, :, None] + log_probs  # (B, K, V)
+    flat = tf.reshape(total, [batch_size, -1])  # (B, K * V)
+    top_log_probs, top_indices = tf.math.top_k(flat, k=count)  # (B, 2K)
+    beams = top_indices // vocab_size  # (B, 2K)
+    tokens = top_indices % vocab_size  # (B, 2K)
+    ids = tf.gather(alive_ids, beams, batch_dims=1)  # (B, 2K, L + 1)
+    ids = write_column(ids, index + 1, tokens)
+    return ids, tokens, top_log_probs, beams
+
+
+def _keep_best(scores, ids, count):
+    """The `count` best of `scores` (B, N) and their ids (B, N, L + 1)."""
+    best_scores, picks = tf.math.top_k(scores, k=count)  # (B, count)
+    return best_scores, tf.gather(ids, picks, batch_dims=1), picks
+
+
+def _is_done(alive_log_probs, finished_scores, limits, alpha):
+    """Whether no alive beam of an item can beat its worst kept finished one.
+
+    The best an alive beam can still score is its log-probability (which
+    only falls) over the largest length penalty, that of the item's limit.
+
+    Args:
+        alive_log_probs: float32 (B, K), best first.
+        finished_scores: float32 (B, N), best first, -inf for empty slots.
+        limits: int32 (B,), the most tokens each item may generate.
+        alpha: the length-penalty exponent.
+
+    Returns:
+        bool (B,).
+    """
+    best_alive = alive_log_probs[:, 0]  # (B,)
+    bound = best_alive / length_penalty(limits, alpha)  # (B,)
+    worst_finished = finished_scores[:, -1]  # (B,)
+    no_alive = tf.math.is_inf(best_alive)
+    return no_alive | (worst_finished > bound)
+
+
+def beam_search(
+    next_fn,
+    start_ids,
+    cache,
+    max_length,
+    end_id,
+    beam_size=4,
+    alpha=0.6,
+    num_results=1,
+    pad_id=0,
+    max_lengths=None,
+):
+    """Beam search with the GNMT length penalty over a step function.
+
+    Every step extends the K alive beams of each item by one token and
+    ranks the 2K most likely extensions. Those among the best K that end
+    (with `end_id`, or at the item's limit) join the finished set, scored
+    `log p / length_penalty`; the K best that do not end stay alive (2K
+    candidates hold at least K of them). Finishing only from the best K, as
+    fairseq does, makes a width-1 search with `alpha=0` exactly greedy
+    decoding; with `alpha > 0` it may search on past greedy's end, since a
+    longer hypothesis can still score better after the penalty. The loop
+    runs on fixed-size buffers in one
+    `tf.while_loop` (it traces once in a `tf.function` and compiles with
+    `jit_compile=True`) and stops once, for every item, no alive beam can
+    beat the worst kept finished hypothesis. Items are independent, so a
+    batch decodes exactly as its items would alone.
+
+    Args:
+        next_fn: `next_fn(ids, cache, index) -> (logits, cache)` with
+            `ids` the int32 (B * K, max_length + 1) buffer of the beams
+            (beam k of item b at row b * K + k; column 0 holds the start
+            token) and `index` a scalar int32 tensor: it feeds
+            `ids[:, index]` at position `index` and returns float logits
+            (B * K, V) for position `index + 1` and the updated cache.
+        start_ids: int (B,), the first token of every sequence.
+        cache: any nest of tensors with the batch on axis 0; it is tiled to
+            B * K rows and reordered with gathers on axis 0, never looked
+            inside.
+        max_length: the most tokens to generate (an int or scalar tensor).
+        end_id: the end-of-sequence token.
+        beam_size: K, beams per item (an int, or a scalar int32 tensor
+            outside XLA).
+        alpha: length-penalty exponent, >= 0 (a float or scalar tensor).
+        num_results: hypotheses returned per item, 1 <= num_results <= K.
+        pad_id: the token written after the end.
+        max_lengths: optional int (B,), per-example limits on generated
+            tokens (end token included), clipped to `max_length`.
+
+    Returns:
+        `(ids, scores)`: int32 (B, num_results, max_length), the generated
+        tokens without the start token (end token included, then padding),
+        best first, and float32 (B, num_results), their sum of
+        log-probabilities over the length penalty.
+
+    Example:
+
+    >>> table = np.log([[.1, .1, .1, .4, .3],    # after token 0
+    ...                 [.1, .1, .1, .4, .3],    # after 1 (start)
+    ...                 [.6, .1, .1, .1, .1],    # after 2 (end)
+    ...                 [.1, .1, .35, .25, .2],  # after 3
+    ...                 [.1, .1, .6, .1, .1]])   # after 4
+    >>> def next_fn(ids, cache, index):  # logits depend on the last token
+    ...     return tf.gather(table, ids[:, index]), cache
+    >>> ids, scores = beam_search(
+    ...     next_fn, [1], cache=(), max_length=4, end_id=2, beam_size=2)
+    >>> ids.numpy()  # greedy takes 3 then the end: .4 * .35 < .3 * .6
+    array([[[4, 2, 0, 0]]], dtype=int32)
+    >>> np.round(scores.numpy(), 4)  # log(.3 * .6) / (7 / 6) ** .6
+    array([[-1.5633]], dtype=float32)
+    """
+    for name, value in (("max_length", max_length), ("beam_size", beam_size)):
+        check_positive_int(name, value)
+    check_positive_int("num_results", num_results)
+    if not isinstance(beam_size, tf.Tensor) and num_results > beam_size:
+        raise ValueError(
+            f"num_results must be <= beam_size={beam_size}, got {num_results}."
+        )
+    if not isinstance(alpha, tf.Tensor) and alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
+
+    start_ids = tf.cast(tf.convert_to_tensor(start_ids), tf.int32)  # (B,)
+    batch_size = tf.shape(start_ids)[0]
+    limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
+    buffer_length = tf.cast(max_length, tf.int32) + 1
+    alive_ids = tf.fill([batch_size, beam_size, buffer_length], pad_id)
+    alive_ids = write_column(alive_ids, 0, start_ids[:, None])  # (B, K, L + 1)
+    # Only beam 0 is live at first, so the first step does not pick K copies.
+    first_beam = tf.where(tf.range(beam_size) == 0, 0.0, -float("inf"))  # (K,)
+    alive_log_probs = tf.tile(first_beam[None], [batch_size, 1])  # (B, K)
+    finished_ids = tf.fill([batch_size, num_results, buffer_length], pad_id)
+    finished_scores = tf.fill([batch_size, num_results], -float("inf"))  # (B, N)
+
+    def step(*state):
+        return keep_static_shapes(beam_step(*state), state)
+
+    def beam_step(
+        index, alive_ids, alive_log_probs, cache, finished_ids, finished_scores
+    ):
+        flat_ids = tf.reshape(alive_ids, [-1, buffer_length])  # (B * K, L + 1)
+        logits, cache = next_fn(flat_ids, cache, index)  # (B * K, V)
+        log_probs = log_probabilities(logits)  # (B * K, V)
+        log_probs = tf.reshape(log_probs, [batch_size, beam_size, -1])  # (B, K, V)
+        ids, tokens, log_p, beams = _top_candidates(
+            alive_ids, alive_log_probs, log_probs, index, 2 * beam_size
+        )  # (B, 2K, L + 1), then (B, 2K) each
+        length = index + 1
+        ended = (tokens == end_id) | (length >= limits[:, None])  # (B, 2K)
+        in_beam = tf.range(2 * beam_size)[None, :] < beam_size  # (1, 2K)
+
+        alive_log_probs, alive_ids, picks = _keep_best(
+            tf.where(ended, -float("inf"), log_p), ids, beam_size
+        )  # (B, K), (B, K, L + 1), (B, K)
+        cache = gather_beams(cache, tf.gather(beams, picks, batch_dims=1), beam_size)
+
+        scores = tf.where(
+            ended & in_beam, log_p / length_penalty(length, alpha), -float("inf")
+        )  # (B, 2K)
+        finished_scores, finished_ids, _ = _keep_best(
+            tf.concat([finished_scores, scores], axis=1),  # (B, N + 2K)
+            tf.concat([finished_ids, ids], axis=1),
+            num_results,
+        )  # (B, N), (B, N, L + 1)
+        return (
+            index + 1,
+            alive_ids,
+            alive_log_probs,
+            cache,
+            finished_ids,
+            finished_scores,
+        )
+
+    def not_done(index, alive_ids, alive_log_probs, cache, finished_ids, scores):
+        done = _is_done(alive_log_probs, scores, limits, alpha)  # (B,)
+        return tf.logical_not(tf.reduce_all(done))
+
+    loop_vars = (
+        tf.constant(0),
+        alive_ids,
+        alive_log_probs,
+        tile_beams(cache, beam_size),
+        finished_ids,
+        finished_scores,
+    )
+    *_, finished_ids, finished_scores = tf.while_loop(
+        not_done, step, loop_vars, maximum_iterations=max_length
+    )
+    return finished_ids[:, :, 1:], finished_scores

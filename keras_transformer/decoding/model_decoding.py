@@ -1,0 +1,151 @@
+"""Translate with a `keras_transformer.Transformer`: greedy or beam search.
+
+`make_next_fn` turns the model's `decode_step` into the step function the
+decoders call, and `decode` runs the encoder once, builds the cache and
+calls `greedy_decode` or `beam_search`.
+"""
+
+import tensorflow as tf
+
+from keras_transformer.decoding.beam_search import beam_search
+from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
+
+
+def make_next_fn(model):
+    """The step function of `model` for `greedy_decode` and `beam_search`.
+
+    Args:
+        model: a `keras_transformer.Transformer`.
+
+    Returns:
+        `next_fn(ids, cache, index) -> (logits, cache)`: feeds the one token
+        `ids[:, index]` (B', L + 1) -> (B', 1) to `model.decode_step` at
+        position `index` and returns its float32 logits (B', V) and the
+        updated cache (from `model.init_cache`).
+
+    Example:
+
+    >>> import keras_transformer as kt
+    >>> model = kt.build_transformer(kt.TransformerConfig.tiny(20, d_model=16))
+    >>> outputs, mask = model.encode(np.array([[5, 6, 7]]))
+    >>> cache = model.init_cache(outputs, mask, max_length=4)
+    >>> logits, cache = make_next_fn(model)(np.array([[1, 0, 0, 0, 0]]), cache, 0)
+    >>> tuple(logits.shape)
+    (1, 20)
+    """
+
+    def next_fn(ids, cache, index):
+        tokens = tf.gather(ids, [index], axis=1)  # (B', 1)
+        logits, cache = model.decode_step(tokens, cache, index)  # (B', 1, V)
+        return logits[:, 0], cache  # (B', V)
+
+    return next_fn
+
+
+def decoding_limits(encoder_inputs, extra_length, max_length):
+    """Per-example limits `source length + extra_length`, capped by `max_length`.
+
+    The source length counts the non-padding (non-zero) tokens.
+
+    Args:
+        encoder_inputs: int (B, S), 0 for padding.
+        extra_length: int, tokens allowed beyond the source length.
+        max_length: int or scalar tensor, the cap.
+
+    Returns:
+        int32 (B,).
+
+    Example:
+
+    >>> decoding_limits(np.array([[5, 6, 0], [5, 6, 7]]), 1, 3).numpy()
+    array([3, 3], dtype=int32)
+    """
+    is_token = tf.not_equal(encoder_inputs, 0)  # (B, S)
+    source_lengths = tf.reduce_sum(tf.cast(is_token, tf.int32), axis=1)  # (B,)
+    return tf.minimum(source_lengths + extra_length, max_length)  # (B,)
+
+
+def decode(
+    model,
+    encoder_inputs,
+    start_id=1,
+    end_id=2,
+    beam_size=1,
+    alpha=0.6,
+    num_results=1,
+    extra_length=50,
+    max_length=None,
+):
+    """Decodes `encoder_inputs` with `model`: greedy if `beam_size` is 1.
+
+    The encoder runs once and `model.init_cache` computes the decoder's
+    cross-attention keys and values once; each step then feeds one token to
+    `model.decode_step`. Every example may generate up to its source length
+    (non-padding tokens) + `extra_length` tokens, end token included, capped
+    by `max_length`; the output length is the largest of these limits in
+    the batch, so each example decodes as it would alone. Works eagerly and
+    inside a `tf.function`, e.g. with input signature
+    `tf.TensorSpec([None, None], tf.int32)`, where it traces once, and with
+    `jit_compile=True` (XLA bounds the data-dependent length by
+    `max_length`).
+
+    Args:
+        model: a `keras_transformer.Transformer`.
+        encoder_inputs: int (B, S) source token ids, 0 for padding.
+        start_id: the token that starts every target.
+        end_id: the end-of-sequence token.
+        beam_size: beams per example; 1 for greedy decoding. A scalar
+            int32 tensor always runs beam search (of that width).
+        alpha: length-penalty exponent of beam search (unused when greedy).
+        num_results: hypotheses returned per example, <= `beam_size`.
+        extra_length: tokens allowed beyond the source length.
+        max_length: cap on generated tokens; defaults to
+            `model.config.max_length`.
+
+    Returns:
+        `(ids, scores)`, always with a results axis: int32
+        (B, num_results, L), the generated tokens without the start token
+        (end token included, then padding 0), best first, and float32
+        (B, num_results). Greedy scores are sums of log-probabilities; beam
+        scores are divided by the length penalty ((5 + n) / 6) ** alpha.
+
+    Example:
+
+    >>> import keras_transformer as kt
+    >>> model = kt.build_transformer(kt.TransformerConfig.tiny(20, d_model=16))
+    >>> ids, scores = decode(model, np.array([[5, 6, 7], [8, 9, 0]]),
+    ...                      beam_size=2, extra_length=2)
+    >>> tuple(ids.shape), tuple(scores.shape)
+    ((2, 1, 5), (2, 1))
+    """
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("num_results", num_results)
+    if not isinstance(beam_size, tf.Tensor) and num_results > beam_size:
+        raise ValueError(
+            f"num_results must be <= beam_size={beam_size}, got {num_results}."
+        )
+    if extra_length < 0:
+        raise ValueError(f"extra_length must be >= 0, got {extra_length!r}.")
+    max_length = model.config.max_length if max_length is None else max_length
+    check_positive_int("max_length", max_length)
+
+    encoder_inputs = tf.cast(encoder_inputs, tf.int32)  # (B, S)
+    limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
+    buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
+    encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
+    cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
+    start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
+    arguments = dict(
+        next_fn=make_next_fn(model),
+        start_ids=start_ids,
+        cache=cache,
+        max_length=buffer_length,
+        end_id=end_id,
+        max_lengths=limits,
+    )
+    if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
+        ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
+        return ids[:, None], scores[:, None]
+    return beam_search(
+        **arguments, beam_size=beam_size, alpha=alpha, num_results=num_results
+    )  # (B, N, L), (B, N)

@@ -1,0 +1,106 @@
+"""Step functions from fixed bigram tables: decoder tests without a model.
+
+Token ids: 0 padding, 1 start, 2 end, 3 and 4 ordinary tokens. A table row
+`t` is the distribution of the token after `t`. Each batch item may have
+its own table: the cache holds the item's table index, so a beam search
+that tiles or reorders the cache wrongly reads the wrong table.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import tensorflow as tf
+
+PAD, START, END, A, B = 0, 1, 2, 3, 4
+
+
+def bigram_next_fn(tables, calls=None):
+    """A `next_fn` whose logits are log `tables[cache, last token]`.
+
+    Args:
+        tables: float (T, V, V), rows summing to 1.
+        calls: optional int tf.Variable, incremented on every call.
+
+    Returns:
+        `next_fn(ids, cache, index)`, with `cache` int (B',) table indices.
+    """
+    log_tables = tf.constant(np.log(np.maximum(tables, 1e-30)), tf.float32)
+
+    def next_fn(ids, cache, index):
+        if calls is not None:
+            calls.assign_add(1)
+        tokens = tf.gather(ids, index, axis=1)  # (B',)
+        rows = tf.stack([cache, tokens], axis=1)  # (B', 2)
+        return tf.gather_nd(log_tables, rows), cache  # (B', V)
+
+    return next_fn
+
+
+def random_tables(count, vocab_size, seed):
+    """`count` random (V, V) bigram tables, rows summing to 1."""
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.ones(vocab_size), size=(count, vocab_size))
+
+
+def length_penalty(length, alpha):
+    return ((5 + length) / 6) ** alpha
+
+
+def exhaustive_search(table, max_length, alpha, num_results):
+    """The best sequences under the length-penalised score, by enumeration.
+
+    A sequence ends at the end token or after `max_length` tokens.
+
+    Returns:
+        A list of `(tokens, score)`, best first.
+    """
+    vocab_size = len(table)
+    results = {}
+    for length in range(1, max_length + 1):
+        for tokens in itertools.product(range(vocab_size), repeat=length):
+            if END in tokens[:-1] or (length < max_length and tokens[-1] != END):
+                continue
+            previous = (START, *tokens[:-1])
+            log_prob = sum(
+                math.log(table[p, t]) for p, t in zip(previous, tokens, strict=True)
+            )
+            results[tokens] = log_prob / length_penalty(length, alpha)
+    ranked = sorted(results.items(), key=lambda item: -item[1])
+    return ranked[:num_results]
+
+
+def padded(tokens, length):
+    """`tokens` followed by padding up to `length`, as an int32 array."""
+    return np.array([*tokens, *[PAD] * (length - len(tokens))], "int32")
+
+
+def _table(rows):
+    return np.array(rows, "float64")
+
+
+# Greedy takes A (.55) then the end (.5): .275; beam search finds B then the
+# end: .45 * .95 = .4275. After the end the table prefers A, never padding.
+HAND_TABLE = _table(
+    [
+        [0.2, 0.2, 0.2, 0.2, 0.2],  # after PAD
+        [0.0, 0.0, 0.0, 0.55, 0.45],  # after START
+        [0.0, 0.0, 0.0, 0.9, 0.1],  # after END
+        [0.0, 0.0, 0.5, 0.3, 0.2],  # after A
+        [0.0, 0.0, 0.95, 0.02, 0.03],  # after B
+    ]
+)
+
+# Never emits the end token: only limits end a sequence.
+ENDLESS_TABLE = _table([[0.0, 0.0, 0.0, 0.6, 0.4]] * 5)
+
+# Ends after three tokens: A, B, END.
+LATE_END_TABLE = _table(
+    [
+        [0.2, 0.2, 0.2, 0.2, 0.2],
+        [0.0, 0.0, 0.1, 0.8, 0.1],
+        [0.0, 0.0, 0.0, 0.9, 0.1],
+        [0.0, 0.0, 0.1, 0.1, 0.8],
+        [0.0, 0.0, 0.8, 0.1, 0.1],
+    ]
+)

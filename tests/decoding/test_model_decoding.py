@@ -1,0 +1,159 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_transformer as kt
+from keras_transformer.decoding import beam_search, decode, make_next_fn
+
+VOCAB, START = 50, 1
+SOURCES = np.array(
+    [[5, 6, 7, 8, 9, 10], [11, 12, 13, 0, 0, 0], [14, 15, 16, 17, 0, 0]], "int32"
+)
+LENGTHS = [6, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(0)
+    config = kt.TransformerConfig.tiny(VOCAB, d_model=32, d_ff=64, dropout=0.0)
+    return kt.build_transformer(config)
+
+
+@pytest.fixture(scope="module")
+def end_id(model):
+    """A token the random model emits mid-sequence, so that some outputs end
+    with it and others run to their limit."""
+    ids, _ = decode(model, SOURCES, end_id=-1, extra_length=3)
+    return int(ids[0, 0, 2])
+
+
+def model_cache(model, sources, length):
+    encoder_outputs, encoder_padding_mask = model.encode(sources)
+    return model.init_cache(encoder_outputs, encoder_padding_mask, length)
+
+
+def padded(ids, length):
+    return np.pad(ids, [(0, 0)] * (ids.ndim - 1) + [(0, length - ids.shape[-1])])
+
+
+@pytest.mark.parametrize("beam_size, num_results", [(1, 1), (3, 2)])
+def test_a_batch_decodes_as_its_examples_alone(model, end_id, beam_size, num_results):
+    arguments = dict(
+        end_id=end_id, beam_size=beam_size, num_results=num_results, extra_length=3
+    )
+    ids, scores = decode(model, SOURCES, **arguments)
+    assert tuple(ids.shape) == (3, num_results, max(LENGTHS) + 3)
+    assert tuple(scores.shape) == (3, num_results)
+    ended = 0
+    for row, length in enumerate(LENGTHS):
+        alone_ids, alone_scores = decode(
+            model, SOURCES[row : row + 1, :length], **arguments
+        )
+        np.testing.assert_array_equal(ids[row], padded(alone_ids[0].numpy(), 9))
+        np.testing.assert_allclose(scores[row], alone_scores[0], atol=1e-4)
+        assert not np.any(ids[row, :, length + 3 :])  # its own limit
+        ended += np.any(ids[row] == end_id)
+    assert 0 < ended < 3  # some end with the end token, some at their limit
+
+
+def test_max_length_caps_the_output(model, end_id):
+    ids, _ = decode(model, SOURCES, end_id=end_id, beam_size=2, max_length=4)
+    assert tuple(ids.shape) == (3, 1, 4)
+
+
+def test_cached_greedy_decoding_equals_rerunning_the_model_on_the_prefix(model, end_id):
+    ids, scores = decode(model, SOURCES, end_id=end_id, extra_length=3)
+    for row, length in enumerate(LENGTHS):
+        source = SOURCES[row : row + 1]
+        prefix, log_prob = [START], 0.0
+        while len(prefix) <= length + 3 and prefix[-1] != end_id:
+            inputs = {"encoder_inputs": source, "decoder_inputs": np.array([prefix])}
+            log_probs = tf.nn.log_softmax(model(inputs)[0, -1]).numpy()
+            prefix.append(int(np.argmax(log_probs)))
+            log_prob += log_probs[prefix[-1]]
+        np.testing.assert_array_equal(ids[row, 0], padded(np.array(prefix[1:]), 9))
+        np.testing.assert_allclose(scores[row, 0], log_prob, atol=1e-4)
+
+
+def test_cached_beam_search_equals_an_uncached_step_function(model, end_id):
+    def uncached_next_fn(ids, sources, index):
+        inputs = {"encoder_inputs": sources, "decoder_inputs": ids[:, : index + 1]}
+        return model(inputs)[:, -1], sources  # re-runs the whole prefix
+
+    limits = np.array(LENGTHS) + 3
+    ids, scores = beam_search(
+        uncached_next_fn,
+        [START] * 3,
+        tf.constant(SOURCES),  # the "cache": tiled and reordered per beam
+        max_length=9,
+        end_id=end_id,
+        beam_size=3,
+        num_results=2,
+        max_lengths=limits,
+    )
+    cached_ids, cached_scores = decode(
+        model, SOURCES, end_id=end_id, beam_size=3, num_results=2, extra_length=3
+    )
+    np.testing.assert_array_equal(cached_ids, ids)
+    np.testing.assert_allclose(cached_scores, scores, atol=1e-4)
+
+
+def test_beam_size_1_without_length_penalty_equals_greedy(model, end_id):
+    greedy_ids, greedy_scores = decode(model, SOURCES, end_id=end_id, extra_length=3)
+    ids, scores = beam_search(
+        make_next_fn(model),
+        [START] * 3,
+        model_cache(model, SOURCES, 9),
+        max_length=9,
+        end_id=end_id,
+        beam_size=1,
+        alpha=0.0,
+        max_lengths=np.array(LENGTHS) + 3,
+    )
+    np.testing.assert_array_equal(ids, greedy_ids)
+    np.testing.assert_allclose(scores, greedy_scores, atol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_traces_once_for_different_batch_sizes_and_lengths(model, end_id, beam_size):
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    def translate(sources):
+        return decode(
+            model, sources, end_id=end_id, beam_size=beam_size, extra_length=3
+        )
+
+    for sources in (SOURCES, SOURCES[1:, :4]):
+        ids, scores = translate(sources)
+        eager_ids, eager_scores = decode(
+            model, sources, end_id=end_id, beam_size=beam_size, extra_length=3
+        )
+        np.testing.assert_array_equal(ids, eager_ids)
+        np.testing.assert_allclose(scores, eager_scores, atol=1e-4)
+    assert translate.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_jit_compile_gives_the_same_ids(model, end_id, beam_size):
+    def translate(sources):
+        return decode(
+            model, sources, end_id=end_id, beam_size=beam_size, extra_length=3
+        )
+
+    ids, scores = tf.function(translate)(SOURCES)
+    jit_ids, jit_scores = tf.function(translate, jit_compile=True)(SOURCES)
+    np.testing.assert_array_equal(jit_ids, ids)
+    np.testing.assert_allclose(jit_scores, scores, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(beam_size=2, num_results=3), "num_results must be <= beam_size=2"),
+        (dict(extra_length=-1), "extra_length must be >= 0, got -1"),
+        (dict(max_length=0), "max_length must be a positive int, got 0"),
+    ],
+)
+def test_rejects_bad_arguments(model, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        decode(model, SOURCES, **arguments)
