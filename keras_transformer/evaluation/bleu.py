@@ -1,0 +1,83 @@
+"""Corpus BLEU and chrF with sacreBLEU, and a callback that logs them."""
+
+import keras
+import sacrebleu
+import tensorflow as tf
+
+
+def corpus_scores(hypotheses, references):
+    """sacreBLEU corpus BLEU and chrF of detokenized text against raw references.
+
+    BLEU uses sacreBLEU's defaults (13a tokenization, mixed case), so the
+    numbers are comparable with published sacreBLEU scores; the signatures
+    say exactly how they were computed.
+
+    Args:
+        hypotheses: list of `str`, the system's translations.
+        references: list of `str`, one reference per hypothesis.
+
+    Returns:
+        A dict with `bleu`, `chrf` (floats, 0-100) and their sacreBLEU
+        signatures `bleu_signature` and `chrf_signature`.
+
+    Example:
+
+    >>> scores = corpus_scores(["the cat sat on the mat"], ["the cat sat on the mat"])
+    >>> round(scores["bleu"], 1), round(scores["chrf"], 1)
+    (100.0, 100.0)
+    """
+    hypotheses, references = list(hypotheses), list(references)
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"Got {len(hypotheses)} hypotheses but {len(references)} references."
+        )
+    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    return {
+        "bleu": bleu.corpus_score(hypotheses, [references]).score,
+        "chrf": chrf.corpus_score(hypotheses, [references]).score,
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
+class BleuCallback(keras.callbacks.Callback):
+    """Translates a validation sample after each epoch and logs BLEU and chrF.
+
+    The scores are added to the epoch's logs as `val_bleu` and `val_chrf`,
+    so they appear in the progress bar, in the `History` and in callbacks
+    that run after this one (put it before `keras.callbacks.TensorBoard`);
+    with `log_dir` they are also written as TensorBoard scalars.
+
+    Args:
+        translate: a callable from a list of source `str` to a list of
+            translations.
+        sources: validation source sentences.
+        references: their reference translations.
+        every: score every `every` epochs.
+        log_dir: optional TensorBoard folder for the scalars.
+    """
+
+    def __init__(self, translate, sources, references, every=1, log_dir=None):
+        super().__init__()
+        if len(sources) != len(references):
+            raise ValueError(
+                f"Got {len(sources)} sources but {len(references)} references."
+            )
+        self.translate = translate
+        self.sources = list(sources)
+        self.references = list(references)
+        self.every = every
+        self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (epoch + 1) % self.every:
+            return
+        scores = corpus_scores(self.translate(self.sources), self.references)
+        if logs is not None:
+            logs["val_bleu"] = scores["bleu"]
+            logs["val_chrf"] = scores["chrf"]
+        if self.writer is not None:
+            with self.writer.as_default():
+                tf.summary.scalar("val_bleu", scores["bleu"], step=epoch)
+                tf.summary.scalar("val_chrf", scores["chrf"], step=epoch)
+            self.writer.flush()
