@@ -1,0 +1,57 @@
+"""Writing a `Translator` in TensorFlow Serving's layout."""
+
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+VOCABULARY_FILE = "tokenizer.model"
+
+
+def next_version(model_dir):
+    """1 + the largest integer version folder in `model_dir` (1 if none)."""
+    if not os.path.isdir(model_dir):
+        return 1
+    versions = [int(name) for name in os.listdir(model_dir) if name.isdigit()]
+    return max(versions, default=0) + 1
+
+
+def export_translator(
+    translator, export_dir="saved_models", name="translator", version=None
+):
+    """Saves `translator` as `export_dir/name/version/`, the layout TF Serving reads.
+
+    The SavedModel holds the signatures of `translator.signatures()`
+    (`serving_default`, `greedy`, `beam`, `ids`, `align`) and the tokenizer's
+    SentencePiece model as the asset `assets/tokenizer.model`. It is
+    written to a hidden folder first and renamed into place, so an
+    interrupted export never leaves a half-written version that a model
+    server could pick up.
+
+    Args:
+        translator: a `keras_transformer.export.Translator`.
+        export_dir: the base folder, `saved_models` by default.
+        name: the model's name (TF Serving's `--model_name`).
+        version: an int; by default one more than the newest version.
+
+    Returns:
+        The path of the new version folder.
+    """
+    model_dir = os.path.join(export_dir, name)
+    version = next_version(model_dir) if version is None else int(version)
+    path = os.path.join(model_dir, str(version))
+    if os.path.exists(path):
+        raise FileExistsError(f"{path} exists; pass another version.")
+    os.makedirs(model_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{version}-", dir=model_dir)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            vocabulary = os.path.join(folder, VOCABULARY_FILE)
+            translator.tokenizer.save(vocabulary)
+            translator.vocabulary = tf.saved_model.Asset(vocabulary)
+            tf.saved_model.save(translator, staging, signatures=translator.signatures())
+        os.rename(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path

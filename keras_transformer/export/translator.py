@@ -1,0 +1,165 @@
+"""A `tf.Module` that translates text: tokenizer + model + decoding in-graph."""
+
+import tensorflow as tf
+
+from keras_transformer.data.tokenizer import END_ID, START_ID
+from keras_transformer.decoding.model_decoding import decode
+
+TEXT = tf.TensorSpec([None], tf.string, name="text")
+MAX_BEAM_SIZE = 64
+
+
+class Translator(tf.Module):
+    """Text in, text out, with every step a TensorFlow op.
+
+    Tokenization and detokenization are tensorflow-text ops, decoding is a
+    `tf.while_loop` over the model's cached `decode_step`; nothing calls
+    Python or NumPy at run time, so the module exports as a SavedModel that
+    TensorFlow Serving serves (`export_translator`).
+
+    Input rules, the same in every method and for every batch size
+    (including 0): text that is not valid UTF-8 is repaired (bad bytes
+    become U+FFFD); characters the vocabulary has never seen become the
+    unknown piece; a source longer than `model.config.max_length - 1`
+    pieces keeps its first `max_length - 1` pieces (the end id makes
+    `max_length`); a source with no pieces at all (empty or whitespace
+    only) translates to the empty string with score 0. Each item is
+    decoded exactly as it would be alone.
+
+    Args:
+        model: a trained `keras_transformer.Transformer`.
+        tokenizer: the `SubwordTokenizer` it was trained with.
+        beam_size: beams of `translate` (4 in the paper).
+        alpha: length-penalty exponent of `translate` (0.6 in the paper).
+        extra_length: a translation may have up to source length +
+            `extra_length` tokens (50 in the paper), capped by
+            `model.config.max_length`.
+    """
+
+    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, extra_length=50):
+        super().__init__(name="translator")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.beam_size = beam_size
+        self.alpha = alpha
+        self.extra_length = extra_length
+        self.max_length = model.config.max_length
+
+    def source_ids(self, text):
+        """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""
+        pieces = self.tokenizer.tokenize(text)[:, : self.max_length - 1]
+        end = tf.fill([pieces.nrows(), 1], END_ID)
+        return tf.concat([pieces, end], axis=1).to_tensor()  # (B, S)
+
+    def _decode(self, source_ids, beam_size, alpha):
+        ids, scores = decode(
+            self.model,
+            source_ids,
+            start_id=START_ID,
+            end_id=END_ID,
+            beam_size=beam_size,
+            alpha=alpha,
+            extra_length=self.extra_length,
+            max_length=self.max_length,
+        )
+        return ids[:, 0], scores[:, 0]  # (B, L), (B,)
+
+    def _translate_text(self, text, beam_size, alpha):
+        source_ids = self.source_ids(text)  # (B, S)
+        ids, scores = self._decode(source_ids, beam_size, alpha)
+        has_pieces = tf.reduce_sum(tf.cast(source_ids != 0, tf.int32), axis=1) > 1
+        translation = tf.where(has_pieces, self.tokenizer.detokenize(ids), "")
+        return {
+            "translation": translation,
+            "score": tf.where(has_pieces, scores, 0.0),
+        }
+
+    @tf.function(input_signature=[TEXT])
+    def translate(self, text):
+        """Beam search with the default beam size and alpha.
+
+        Returns:
+            {"translation": string (B,), "score": float32 (B,)}.
+        """
+        return self._translate_text(text, self.beam_size, self.alpha)
+
+    @tf.function(input_signature=[TEXT])
+    def greedy(self, text):
+        """Greedy decoding. Returns {"translation", "score"} (score: log-prob)."""
+        return self._translate_text(text, 1, 0.0)
+
+    @tf.function(
+        input_signature=[
+            TEXT,
+            tf.TensorSpec([], tf.int32, name="beam_size"),
+            tf.TensorSpec([], tf.float32, name="alpha"),
+        ]
+    )
+    def beam(self, text, beam_size, alpha):
+        """Beam search of a chosen width and length-penalty exponent.
+
+        `beam_size` is clipped to [1, 64] and `alpha` to >= 0; `translate`
+        is this with the defaults (4 and 0.6 unless set otherwise).
+
+        Returns:
+            {"translation": string (B,), "score": float32 (B,)}.
+        """
+        beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
+        return self._translate_text(text, beam_size, tf.maximum(alpha, 0.0))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")])
+    def translate_ids(self, ids):
+        """Token ids in (B, S), 0 for padding -> beam-search ids out (B, L).
+
+        Returns:
+            {"ids": int32 (B, L), end id included, then padding;
+            "score": float32 (B,)}.
+        """
+        output_ids, scores = self._decode(ids, self.beam_size, self.alpha)
+        return {"ids": output_ids, "score": scores}
+
+    @tf.function(input_signature=[TEXT])
+    def align(self, text):
+        """Greedy translation with its source-target alignment.
+
+        The alignment is the last decoder layer's cross-attention,
+        averaged over heads, for every output token: row t is how output
+        token t (the one predicted at step t) attends over the source
+        pieces.
+
+        Returns:
+            {"translation": string (B,), "alignment": float32 (B, T, S),
+            "source_pieces": string (B, S), "target_pieces": string (B, T)},
+            pieces padded with "".
+        """
+        source_ids = self.source_ids(text)  # (B, S)
+        output_ids, _ = self._decode(source_ids, 1, 0.0)  # (B, T)
+        batch = tf.shape(output_ids)[0]
+        decoder_inputs = tf.concat(
+            [tf.fill([batch, 1], START_ID), output_ids[:, :-1]], axis=1
+        )  # (B, T)
+        encoder_outputs, mask = self.model.encode(source_ids)
+        _, alignment = self.model.decode(
+            decoder_inputs, encoder_outputs, mask, return_cross_attention=True
+        )  # (B, T, S)
+        is_output = tf.cast(output_ids != 0, tf.float32)[:, :, None]
+        return {
+            "translation": self.tokenizer.detokenize(output_ids),
+            "alignment": alignment * is_output,
+            "source_pieces": self._pieces(source_ids),
+            "target_pieces": self._pieces(output_ids),
+        }
+
+    def _pieces(self, ids):
+        pieces = self.tokenizer.id_to_piece(ids)
+        return tf.where(ids == 0, "", pieces)
+
+    def signatures(self):
+        """The serving signatures, by name, as `tf.saved_model.save` takes them."""
+        return {
+            "serving_default": self.translate,
+            "greedy": self.greedy,
+            "beam": self.beam,
+            "ids": self.translate_ids,
+            "align": self.align,
+        }
