@@ -1,0 +1,138 @@
+"""The `keras-transformer` command line.
+
+    keras-transformer train [options]       # the translation job
+    keras-transformer translate PATH TEXT   # translate with an export
+    keras-transformer average DIR OUTPUT    # average the last checkpoints
+
+Run `keras-transformer COMMAND --help` for the options.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from keras_transformer.job import PRESETS, TranslationJob
+
+
+def _train_parser(commands):
+    defaults = TranslationJob()
+    parser = commands.add_parser(
+        "train",
+        help="train, evaluate and export a translation model",
+        description="Trains a Transformer with the paper's recipe, reports test "
+        "BLEU/chrF with beam search and exports a SavedModel. Rerun the same "
+        "command to resume after an interruption.",
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument(
+        "--corpus",
+        default=defaults.corpus,
+        help='"ding" (offline de-en), a TFDS dataset such as '
+        '"wmt14_translate/de-en", or "files" with --train-files',
+    )
+    data.add_argument("--source-language", default=defaults.source_language)
+    data.add_argument("--target-language", default=defaults.target_language)
+    data.add_argument(
+        "--train-files",
+        nargs="+",
+        default=(),
+        metavar="FILE",
+        help="SOURCE TARGET (a sentence per line) or one TSV file",
+    )
+    data.add_argument(
+        "--extra-train-split",
+        default=defaults.extra_train_split,
+        help='TFDS split added to training only ("" for none)',
+    )
+    data.add_argument("--data-dir", default=None, help="TFDS data folder")
+    data.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
+    data.add_argument("--max-length", type=int, default=defaults.max_length)
+    data.add_argument("--tokens-per-batch", type=int, default=defaults.tokens_per_batch)
+    training = parser.add_argument_group("model and training")
+    training.add_argument("--preset", choices=PRESETS, default=defaults.preset)
+    training.add_argument(
+        "--model",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help="TransformerConfig overrides, e.g. '{\"dropout\": 0.2}'",
+    )
+    training.add_argument(
+        "--learning-rate-scale", type=float, default=defaults.learning_rate_scale
+    )
+    training.add_argument("--epochs", type=int, default=defaults.epochs)
+    training.add_argument("--steps-per-epoch", type=int, default=None)
+    training.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=defaults.checkpoint_every,
+        metavar="STEPS",
+    )
+    training.add_argument(
+        "--average-last",
+        type=int,
+        default=defaults.average_last,
+        metavar="N",
+        help="average the last N checkpoints",
+    )
+    training.add_argument(
+        "--precision",
+        default=defaults.precision,
+        choices=("float32", "mixed_float16", "mixed_bfloat16"),
+    )
+    training.add_argument("--seed", type=int, default=defaults.seed)
+    output = parser.add_argument_group("evaluation and output")
+    output.add_argument("--beam-size", type=int, default=defaults.beam_size)
+    output.add_argument("--alpha", type=float, default=defaults.alpha)
+    output.add_argument("--bleu-sample", type=int, default=defaults.bleu_sample)
+    output.add_argument("--samples", type=int, default=defaults.samples)
+    output.add_argument("--output-dir", default=defaults.output_dir)
+    output.add_argument("--export-dir", default=defaults.export_dir)
+    output.add_argument("--export-name", default=defaults.export_name)
+    parser.set_defaults(run=_train)
+
+
+def _train(args):
+    from keras_transformer.job import run_translation_job
+
+    fields = {field.name for field in dataclasses.fields(TranslationJob)}
+    values = {key: value for key, value in vars(args).items() if key in fields}
+    values["train_files"] = tuple(values["train_files"])
+    results = run_translation_job(TranslationJob(**values))
+    print(json.dumps({key: results[key] for key in ("bleu", "chrf", "export_path")}))
+
+
+def _translate_parser(commands):
+    parser = commands.add_parser(
+        "translate", help="translate text with an exported SavedModel"
+    )
+    parser.add_argument("saved_model", help="an export's version folder")
+    parser.add_argument("text", nargs="*", help="sentences (default: stdin lines)")
+    parser.add_argument(
+        "--signature", default="serving_default", choices=("serving_default", "greedy")
+    )
+    parser.set_defaults(run=_translate)
+
+
+def _translate(args):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+
+    texts = args.text or [line.rstrip("\n") for line in sys.stdin]
+    signature = tf.saved_model.load(args.saved_model).signatures[args.signature]
+    for translation in signature(text=tf.constant(texts, tf.string))["translation"]:
+        print(translation.numpy().decode("utf-8"))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="keras-transformer", description=__doc__)
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    _train_parser(commands)
+    _translate_parser(commands)
+    args = parser.parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""The end-to-end translation job: corpus -> tokenizer -> fit -> BLEU -> export.
+
+`run_translation_job(TranslationJob(...))` is what `keras-transformer train`
+and `examples/train_translation.py` run. Everything it writes goes under
+`output_dir` (tokenizer, checkpoints, TensorBoard logs, the final `.keras`
+model, `results.json`) and the exported SavedModel under
+`export_dir/export_name/<version>/`.
+
+Training resumes where it stopped: rerunning the same command restores the
+newest readable checkpoint (weights, optimizer slots, step counter and so
+the learning-rate schedule) and continues the same data stream from the
+next batch.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_transformer.data import (
+    SubwordTokenizer,
+    load_text_corpus,
+    load_translation_corpus,
+    make_dataset,
+    train_tokenizer,
+)
+from keras_transformer.evaluation import BleuCallback, corpus_scores
+from keras_transformer.export import Translator, export_translator
+from keras_transformer.models import TransformerConfig, build_transformer
+from keras_transformer.training import (
+    LabelSmoothedCrossEntropy,
+    MaskedAccuracy,
+    transformer_optimizer,
+)
+from keras_transformer.training.checkpoints import (
+    CheckpointCallback,
+    TrainingCheckpoints,
+    average_checkpoints,
+)
+
+PRESETS = ("tiny", "small", "base", "big")
+
+
+@dataclasses.dataclass
+class TranslationJob:
+    """Everything the translation job needs to know; every field has a default.
+
+    Data:
+        corpus: "ding" (offline German-English), a TFDS translation dataset
+            such as "wmt14_translate/de-en", or "files" for `train_files`.
+        source_language, target_language: language codes (TFDS corpora).
+        train_files: for corpus "files": (source file, target file) with one
+            sentence per line, or (TSV file,).
+        extra_train_split: a TFDS split added to the training data only,
+            e.g. Ding's "phrases"; "" for none.
+        data_dir: TFDS data folder (TFDS's default when None).
+        vocab_size: size of the shared SentencePiece vocabulary.
+        max_length: the most tokens in a source and in a target.
+        tokens_per_batch: the token budget of a batch.
+    Model and training:
+        preset: "tiny", "small", "base" or "big"; `model` overrides fields.
+        model: `TransformerConfig` field overrides, e.g. {"dropout": 0.2}.
+        learning_rate_scale: factor on the warm-up schedule.
+        epochs: training epochs.
+        steps_per_epoch: steps per epoch; one pass over the data when None.
+        checkpoint_every: steps between checkpoints (also at epoch ends).
+        average_last: average the last N checkpoints at the end (1: no).
+        precision: "float32", "mixed_float16" or "mixed_bfloat16".
+        seed: seed of initialisation and data order.
+    Evaluation and export:
+        beam_size, alpha: beam search for the test BLEU and the export.
+        bleu_sample: validation sentences scored (greedy) after each epoch.
+        samples: test translations printed at the end.
+        output_dir: where the run's files go.
+        export_dir, export_name: the SavedModel goes to
+            `export_dir/export_name/<version>/`; no export when empty.
+    """
+
+    corpus: str = "ding"
+    source_language: str | None = "de"
+    target_language: str | None = "en"
+    train_files: tuple = ()
+    extra_train_split: str = "phrases"
+    data_dir: str | None = None
+    vocab_size: int = 8000
+    max_length: int = 64
+    tokens_per_batch: int = 4096
+    preset: str = "small"
+    model: dict = dataclasses.field(default_factory=dict)
+    learning_rate_scale: float = 1.0
+    epochs: int = 10
+    steps_per_epoch: int | None = None
+    checkpoint_every: int = 500
+    average_last: int = 5
+    precision: str = "float32"
+    seed: int = 0
+    beam_size: int = 4
+    alpha: float = 0.6
+    bleu_sample: int = 200
+    samples: int = 5
+    output_dir: str = "runs/ding-de-en"
+    export_dir: str = "saved_models"
+    export_name: str = "translator"
+
+    def __post_init__(self):
+        if self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
+        if self.corpus == "files" and len(self.train_files) not in (1, 2):
+            raise ValueError(
+                "corpus 'files' needs train_files: (source, target) or (tsv,), "
+                f"got {self.train_files!r}."
+            )
+        for name in ("epochs", "checkpoint_every", "average_last", "beam_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+
+    def model_config(self, vocab_size):
+        values = {"max_length": self.max_length, **self.model}
+        return getattr(TransformerConfig, self.preset)(vocab_size, **values)
+
+
+def load_splits(job):
+    """The job's corpus as {"train", "validation", "test"} datasets of pairs."""
+    if job.corpus == "files":
+        return load_text_corpus(
+            *job.train_files, validation_fraction=0.05, test_fraction=0.05
+        )
+    train = "train" + (f"+{job.extra_train_split}" if job.extra_train_split else "")
+    splits = load_translation_corpus(
+        job.corpus,
+        job.source_language,
+        job.target_language,
+        splits=(train, "validation", "test"),
+        data_dir=job.data_dir,
+        download=job.corpus != "ding",
+    )
+    return {
+        "train": splits[train],
+        "validation": splits["validation"],
+        "test": splits["test"],
+    }
+
+
+def as_lists(pairs):
+    """A dataset of string pairs as two lists of `str`."""
+    sources, targets = [], []
+    for source, target in pairs.as_numpy_iterator():
+        sources.append(source.decode("utf-8"))
+        targets.append(target.decode("utf-8"))
+    return sources, targets
+
+
+def translate_texts(function, texts, batch_size=64):
+    """Runs a `Translator` signature over `texts` in batches; returns `str`s."""
+    translations = []
+    for start in range(0, len(texts), batch_size):
+        batch = tf.constant(texts[start : start + batch_size])
+        translations += [
+            t.decode("utf-8") for t in function(batch)["translation"].numpy()
+        ]
+    return translations
+
+
+def run_translation_job(job, log=print):
+    """Runs the whole job; returns the results dict also written to results.json."""
+    started = time.time()
+    os.makedirs(job.output_dir, exist_ok=True)
+    keras.utils.set_random_seed(job.seed)
+    keras.mixed_precision.set_global_policy(job.precision)
+
+    splits = load_splits(job)
+    validation_sources, validation_targets = as_lists(splits["validation"])
+    test_sources, test_targets = as_lists(splits["test"])
+    tokenizer = _tokenizer(job, splits["train"], log)
+
+    def batches(pairs, **kwargs):
+        return make_dataset(
+            pairs,
+            tokenizer,
+            max_length=job.max_length,
+            tokens_per_batch=job.tokens_per_batch,
+            **kwargs,
+        )
+
+    steps_per_epoch = job.steps_per_epoch or _count(
+        batches(splits["train"], shuffle_buffer=0)
+    )
+    config = job.model_config(tokenizer.vocab_size)
+    model = build_transformer(config)
+    model.compile(
+        optimizer=transformer_optimizer(
+            config.d_model, config.warmup_steps, job.learning_rate_scale
+        ),
+        loss=LabelSmoothedCrossEntropy(config.label_smoothing),
+        metrics=[MaskedAccuracy()],
+    )
+    checkpoints = TrainingCheckpoints(
+        model,
+        os.path.join(job.output_dir, "checkpoints"),
+        max_to_keep=max(job.average_last, 2),
+    )
+    step = checkpoints.restore()
+    total_steps = job.epochs * steps_per_epoch
+    log(
+        f"Model: {model.count_params():,} parameters, {config}\n"
+        f"Training: {steps_per_epoch} steps per epoch, {job.epochs} epochs"
+        + (f", resuming at step {step}" if step else "")
+    )
+    translator = Translator(model, tokenizer, job.beam_size, job.alpha)
+    saver = CheckpointCallback(checkpoints, job.checkpoint_every)
+    callbacks = [
+        saver,
+        keras.callbacks.TerminateOnNaN(),
+        BleuCallback(
+            lambda texts: translate_texts(translator.greedy, texts),
+            validation_sources[: job.bleu_sample],
+            validation_targets[: job.bleu_sample],
+        ),
+        keras.callbacks.TensorBoard(os.path.join(job.output_dir, "logs")),
+    ]
+    stream = batches(splits["train"], repeat=True, seed=job.seed)
+    validation = batches(splits["validation"], shuffle_buffer=0)
+    validation = validation.apply(
+        tf.data.experimental.assert_cardinality(_count(validation))
+    )
+    fit_started = time.time()
+    _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, callbacks)
+    fit_seconds = time.time() - fit_started
+    if saver.loss_not_finite:
+        raise FloatingPointError(
+            f"Training stopped near step {checkpoints.step}: the loss is not finite."
+            f" The last good checkpoint is {checkpoints.manager.latest_checkpoint};"
+            " lower learning_rate_scale or raise warmup_steps, then rerun to"
+            " resume from it."
+        )
+
+    if job.average_last > 1 and len(checkpoints.manager.checkpoints) > 1:
+        averaged = checkpoints.manager.checkpoints[-job.average_last :]
+        average_checkpoints(model, averaged)
+        log(f"Averaged the last {len(averaged)} checkpoints.")
+    model.save(os.path.join(job.output_dir, "model.keras"))
+
+    translations = translate_texts(translator.translate, test_sources)
+    scores = corpus_scores(translations, test_targets)
+    log(
+        f"Test BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f} "
+        f"(beam {job.beam_size}, alpha {job.alpha}, {len(test_sources)} sentences)\n"
+        f"  {scores['bleu_signature']}\n  {scores['chrf_signature']}"
+    )
+    export_path = None
+    if job.export_dir:
+        export_path = export_translator(translator, job.export_dir, job.export_name)
+        log(f"Exported the translator to {export_path}")
+    for source, reference, translation in list(
+        zip(test_sources, test_targets, translations, strict=True)
+    )[: job.samples]:
+        log(
+            f"  source:      {source}\n  reference:   {reference}\n"
+            f"  translation: {translation}"
+        )
+    results = {
+        **scores,
+        "test_sentences": len(test_sources),
+        "steps": checkpoints.step,
+        "fit_seconds": round(fit_seconds, 1),
+        "total_seconds": round(time.time() - started, 1),
+        "export_path": export_path,
+        "job": dataclasses.asdict(job),
+        "model_config": config.to_dict(),
+    }
+    with open(os.path.join(job.output_dir, "results.json"), "w") as file:
+        json.dump(results, file, indent=2)
+    return results
+
+
+def _tokenizer(job, train_pairs, log):
+    path = os.path.join(job.output_dir, "tokenizer.model")
+    if os.path.exists(path):
+        return SubwordTokenizer.load(path)
+    log(f"Training a {job.vocab_size}-piece SentencePiece vocabulary...")
+    sources, targets = as_lists(train_pairs)
+    tokenizer = train_tokenizer(sources + targets, job.vocab_size)
+    tokenizer.save(path)
+    return tokenizer
+
+
+def _count(dataset):
+    return int(dataset.reduce(0, lambda count, _: count + 1))
+
+
+def _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, callbacks):
+    """Trains from global `step` to `total_steps`, the data stream resumed too.
+
+    Keras epochs always start at a step that is a multiple of
+    `steps_per_epoch`; after a resume mid-epoch, a first `fit` finishes the
+    interrupted epoch with the remaining steps.
+    """
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    epoch, offset = divmod(step, steps_per_epoch)
+    segments = []
+    if offset:
+        segments.append((epoch, epoch + 1, steps_per_epoch - offset))
+        epoch += 1
+    if epoch < epochs:
+        segments.append((epoch, epochs, steps_per_epoch))
+    for first_epoch, end_epoch, steps in segments:
+        model.fit(
+            stream.skip(step),
+            validation_data=validation,
+            initial_epoch=first_epoch,
+            epochs=end_epoch,
+            steps_per_epoch=steps,
+            callbacks=callbacks,
+            verbose=1 if sys.stdout.isatty() else 2,
+        )
+        if model.stop_training:
+            break
+        step = end_epoch * steps_per_epoch

@@ -1,0 +1,133 @@
+"""Checkpoints that resume training exactly, and checkpoint averaging."""
+
+import logging
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointCorruptedError(RuntimeError):
+    """No checkpoint in a folder could be read."""
+
+
+class TrainingCheckpoints:
+    """The model and optimizer state on disk, numbered by training step.
+
+    A `tf.train.CheckpointManager` over the model's weights and the
+    optimizer's slots and iteration counter (so the learning-rate schedule
+    resumes too). `restore` reads the newest checkpoint that is readable and
+    falls back to older ones, with a warning, when the newest is corrupted
+    or truncated.
+
+    Args:
+        model: a compiled Keras model.
+        directory: the folder of the checkpoints.
+        max_to_keep: how many recent checkpoints stay on disk (enough for
+            checkpoint averaging).
+    """
+
+    def __init__(self, model, directory, max_to_keep=5):
+        self.model = model
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, directory, max_to_keep=max_to_keep
+        )
+        self.saved_step = None
+
+    @property
+    def step(self):
+        """The optimizer's iteration count: training steps done."""
+        return int(self.model.optimizer.iterations.numpy())
+
+    def save(self):
+        """Writes a checkpoint numbered by the current step; returns its path."""
+        self.saved_step = self.step
+        return self.manager.save(checkpoint_number=self.saved_step)
+
+    def restore(self):
+        """Restores the newest readable checkpoint; returns the step (0 if none).
+
+        Raises:
+            CheckpointCorruptedError: checkpoints exist but none is readable.
+        """
+        paths = list(reversed(self.manager.checkpoints))
+        if not paths:
+            return 0
+        self.model.optimizer.build(self.model.trainable_variables)
+        for path in paths:
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            except (tf.errors.OpError, ValueError, AssertionError) as error:
+                log.warning(
+                    "Checkpoint %s is unreadable (%s); trying an older one.",
+                    path,
+                    type(error).__name__,
+                )
+                continue
+            self.saved_step = self.step
+            return self.step
+        raise CheckpointCorruptedError(
+            f"None of the checkpoints in {self.manager.directory} is readable: "
+            f"{', '.join(paths)}. Delete them to start over."
+        )
+
+
+class CheckpointCallback(keras.callbacks.Callback):
+    """Saves `TrainingCheckpoints` every `every_steps` steps and at epoch ends.
+
+    Once a batch reports a loss that is not finite, nothing more is saved,
+    so the newest checkpoint is always a good one to resume from.
+    """
+
+    def __init__(self, checkpoints, every_steps=None):
+        super().__init__()
+        self.checkpoints = checkpoints
+        self.every_steps = every_steps
+        self.loss_not_finite = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(loss):
+            self.loss_not_finite = True
+        if self.loss_not_finite:
+            return
+        if self.every_steps and self.checkpoints.step % self.every_steps == 0:
+            self.checkpoints.save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (
+            not self.loss_not_finite
+            and self.checkpoints.saved_step != self.checkpoints.step
+        ):
+            self.checkpoints.save()
+
+
+def average_checkpoints(model, checkpoint_paths):
+    """Sets `model`'s weights to the mean of its weights in several checkpoints.
+
+    Section 6.1 of the paper averages the last 5 (base) or 20 (big)
+    checkpoints. Checkpoints are those of `TrainingCheckpoints` (or any
+    `tf.train.Checkpoint(model=...)`); only the model's weights are read.
+
+    Args:
+        model: the model whose weights are replaced (built).
+        checkpoint_paths: checkpoint prefixes, e.g. `manager.checkpoints`.
+
+    Returns:
+        `model`, with averaged weights.
+    """
+    paths = list(checkpoint_paths)
+    if not paths:
+        raise ValueError("average_checkpoints needs at least one checkpoint.")
+    checkpoint = tf.train.Checkpoint(model=model)
+    totals = [np.zeros(weight.shape, "float64") for weight in model.weights]
+    for path in paths:
+        checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+        for total, weight in zip(totals, model.weights, strict=True):
+            total += np.asarray(weight.numpy(), "float64")
+    for total, weight in zip(totals, model.weights, strict=True):
+        weight.assign((total / len(paths)).astype(weight.dtype))
+    return model
