@@ -86,6 +86,13 @@ def _train_parser(commands):
     output.add_argument("--beam-size", type=int, default=defaults.beam_size)
     output.add_argument("--alpha", type=float, default=defaults.alpha)
     output.add_argument("--bleu-sample", type=int, default=defaults.bleu_sample)
+    output.add_argument(
+        "--test-sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="score only the first N test sentences",
+    )
     output.add_argument("--samples", type=int, default=defaults.samples)
     output.add_argument("--output-dir", default=defaults.output_dir)
     output.add_argument("--export-dir", default=defaults.export_dir)

@@ -75,6 +75,7 @@ class TranslationJob:
     Evaluation and export:
         beam_size, alpha: beam search for the test BLEU and the export.
         bleu_sample: validation sentences scored (greedy) after each epoch.
+        test_sample: score only the first N test sentences (all when None).
         samples: test translations printed at the end.
         output_dir: where the run's files go.
         export_dir, export_name: the SavedModel goes to
@@ -102,6 +103,7 @@ class TranslationJob:
     beam_size: int = 4
     alpha: float = 0.6
     bleu_sample: int = 200
+    test_sample: int | None = None
     samples: int = 5
     output_dir: str = "runs/ding-de-en"
     export_dir: str = "saved_models"
@@ -175,7 +177,7 @@ def run_translation_job(job, log=print):
 
     splits = load_splits(job)
     validation_sources, validation_targets = as_lists(splits["validation"])
-    test_sources, test_targets = as_lists(splits["test"])
+    test_sources, test_targets = as_lists(splits["test"].take(job.test_sample or -1))
     tokenizer = _tokenizer(job, splits["train"], log)
 
     def batches(pairs, **kwargs):

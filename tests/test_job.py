@@ -1,0 +1,70 @@
+"""A short run of the main job: train a few steps, score, export, reload, resume."""
+
+import json
+
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
+
+from keras_transformer.cli import main
+from keras_transformer.job import TranslationJob, run_translation_job
+
+
+def tiny_job(tmp_path, **overrides):
+    values = dict(
+        preset="tiny",
+        model={"d_model": 32, "d_ff": 64, "num_heads": 2},
+        extra_train_split="",
+        vocab_size=500,
+        max_length=24,
+        tokens_per_batch=768,
+        epochs=1,
+        steps_per_epoch=6,
+        checkpoint_every=4,
+        average_last=2,
+        beam_size=2,
+        bleu_sample=8,
+        test_sample=16,
+        samples=1,
+        output_dir=str(tmp_path / "run"),
+        export_dir=str(tmp_path / "saved_models"),
+    )
+    return TranslationJob(**{**values, **overrides})
+
+
+@pytest.mark.slow
+def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
+    results = run_translation_job(tiny_job(tmp_path), log=lambda *_: None)
+    assert results["steps"] == 6
+    assert results["test_sentences"] == 16
+    assert 0.0 <= results["bleu"] <= 100.0 and "tok:13a" in results["bleu_signature"]
+    assert results["export_path"].endswith("saved_models/translator/1")
+    written = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert written["bleu"] == results["bleu"]
+    assert (tmp_path / "run" / "model.keras").exists()
+
+    signature = tf.saved_model.load(results["export_path"]).signatures[
+        "serving_default"
+    ]
+    outputs = signature(text=tf.constant(["Guten Morgen!", ""]))
+    assert outputs["translation"].shape == (2,)
+    assert outputs["translation"].numpy()[1] == b""
+
+    resumed = run_translation_job(tiny_job(tmp_path, epochs=2), log=lambda *_: None)
+    assert resumed["steps"] == 12  # continued from step 6, not from 0
+    assert resumed["export_path"].endswith("saved_models/translator/2")
+
+
+def test_bad_job_settings_are_value_errors(tmp_path):
+    with pytest.raises(ValueError, match="preset"):
+        tiny_job(tmp_path, preset="huge")
+    with pytest.raises(ValueError, match="train_files"):
+        tiny_job(tmp_path, corpus="files")
+    with pytest.raises(ValueError, match="epochs"):
+        tiny_job(tmp_path, epochs=0)
+
+
+def test_cli_help_lists_the_commands(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "train" in capsys.readouterr().out
