@@ -57,7 +57,8 @@ def transformer_optimizer(d_model, warmup_steps=4000, scale=1.0, **kwargs):
         d_model: the model width.
         warmup_steps: warm-up of `TransformerSchedule`.
         scale: factor on the learning rate.
-        **kwargs: more `keras.optimizers.Adam` arguments (e.g. `clipnorm`).
+        **kwargs: more `keras.optimizers.Adam` arguments (e.g. `clipnorm`);
+            they may also override the paper's `beta_1`, `beta_2`, `epsilon`.
 
     Example:
 
@@ -65,10 +66,7 @@ def transformer_optimizer(d_model, warmup_steps=4000, scale=1.0, **kwargs):
     >>> optimizer.beta_2
     0.98
     """
+    settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
     return keras.optimizers.Adam(
-        learning_rate=TransformerSchedule(d_model, warmup_steps, scale),
-        beta_1=0.9,
-        beta_2=0.98,
-        epsilon=1e-9,
-        **kwargs,
+        learning_rate=TransformerSchedule(d_model, warmup_steps, scale), **settings
     )

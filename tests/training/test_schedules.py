@@ -35,6 +35,11 @@ def test_optimizer_uses_the_papers_adam_settings():
     assert schedule["config"] == {"d_model": 512, "warmup_steps": 4000, "scale": 1.0}
 
 
+def test_optimizer_settings_can_be_overridden():
+    optimizer = transformer_optimizer(d_model=64, beta_2=0.999, clipnorm=1.0)
+    assert (optimizer.beta_2, optimizer.clipnorm) == (0.999, 1.0)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
