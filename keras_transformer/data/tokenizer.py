@@ -86,6 +86,10 @@ class SubwordTokenizer(tf.Module):
     characters the vocabulary has never seen are spelled as bytes (or map
     to the unknown id, for a model trained without byte fallback).
 
+    The tensorflow-text op keeps the model in a TensorFlow resource, which
+    `tf.random.set_seed` (and `keras.utils.set_random_seed`) discards in
+    eager mode: seed first, then create or load tokenizers.
+
     Args:
         model: the serialized SentencePiece model (bytes).
 

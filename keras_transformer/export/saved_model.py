@@ -6,6 +6,8 @@ import tempfile
 
 import tensorflow as tf
 
+from keras_transformer.export.translator import Translator
+
 VOCABULARY_FILE = "tokenizer.model"
 
 
@@ -24,10 +26,13 @@ def export_translator(
 
     The SavedModel holds the signatures of `translator.signatures()`
     (`serving_default`, `greedy`, `beam`, `ids`, `align`) and the tokenizer's
-    SentencePiece model as the asset `assets/tokenizer.model`. It is
+    SentencePiece model as the asset `assets/tokenizer.model`; it loads in
+    TF2 (`tf.saved_model.load`) and in graph loaders (TF Serving, TF1's
+    `tf.compat.v1.saved_model.loader.load`). It is
     written to a hidden folder first and renamed into place, so an
     interrupted export never leaves a half-written version that a model
-    server could pick up.
+    server could pick up. Only the model's weights are exported, not the
+    optimizer state of a model that was trained.
 
     Args:
         translator: a `keras_transformer.export.Translator`.
@@ -43,15 +48,35 @@ def export_translator(
     path = os.path.join(model_dir, str(version))
     if os.path.exists(path):
         raise FileExistsError(f"{path} exists; pass another version.")
+    serving = _serving_copy(translator)
     os.makedirs(model_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{version}-", dir=model_dir)
     try:
         with tempfile.TemporaryDirectory() as folder:
             vocabulary = os.path.join(folder, VOCABULARY_FILE)
-            translator.tokenizer.save(vocabulary)
-            translator.vocabulary = tf.saved_model.Asset(vocabulary)
-            tf.saved_model.save(translator, staging, signatures=translator.signatures())
+            serving.tokenizer.save(vocabulary)
+            serving.vocabulary = tf.saved_model.Asset(vocabulary)
+            # The signatures read the tf.Variables inside Keras 3 variables.
+            # Tracked only through their Keras wrappers, these are saved as
+            # copies that TF2's loader fixes up but graph loaders (TF1's, TF
+            # Serving's) leave uninitialized; tracking them restores them.
+            serving.model_variables = [v.value for v in serving.model.variables]
+            tf.saved_model.save(serving, staging, signatures=serving.signatures())
         os.rename(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return path
+
+
+def _serving_copy(translator):
+    """The same translator over an uncompiled copy of the model's weights."""
+    model = translator.model
+    copy = type(model).from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    return Translator(
+        copy,
+        translator.tokenizer,
+        beam_size=translator.beam_size,
+        alpha=translator.alpha,
+        extra_length=translator.extra_length,
+    )

@@ -9,6 +9,11 @@ TEXT = tf.TensorSpec([None], tf.string, name="text")
 MAX_BEAM_SIZE = 64
 
 
+def _has_pieces(source_ids):
+    """Whether each source (B, S) has a piece besides its end id -> bool (B,)."""
+    return tf.reduce_sum(tf.cast(source_ids != 0, tf.int32), axis=1) > 1
+
+
 class Translator(tf.Module):
     """Text in, text out, with every step a TensorFlow op.
 
@@ -67,7 +72,7 @@ class Translator(tf.Module):
     def _translate_text(self, text, beam_size, alpha):
         source_ids = self.source_ids(text)  # (B, S)
         ids, scores = self._decode(source_ids, beam_size, alpha)
-        has_pieces = tf.reduce_sum(tf.cast(source_ids != 0, tf.int32), axis=1) > 1
+        has_pieces = _has_pieces(source_ids)  # (B,)
         translation = tf.where(has_pieces, self.tokenizer.detokenize(ids), "")
         return {
             "translation": translation,
@@ -134,6 +139,8 @@ class Translator(tf.Module):
         """
         source_ids = self.source_ids(text)  # (B, S)
         output_ids, _ = self._decode(source_ids, 1, 0.0)  # (B, T)
+        # A source with no pieces translates to nothing, as in `greedy`.
+        output_ids = tf.where(_has_pieces(source_ids)[:, None], output_ids, 0)
         batch = tf.shape(output_ids)[0]
         decoder_inputs = tf.concat(
             [tf.fill([batch, 1], START_ID), output_ids[:, :-1]], axis=1

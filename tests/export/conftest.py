@@ -1,0 +1,111 @@
+"""One small translator trained to reverse words, exported once, for the session.
+
+Sources are 3..8 "words", each one of 16 lowercase letters, and targets are
+the same words reversed; each word is one SentencePiece piece ("▁a"), so the
+reversal is also a reversal of pieces, which the alignment tests rely on.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_transformer as kt
+from keras_transformer.data import make_dataset, train_tokenizer
+from keras_transformer.export import Translator, export_translator
+
+LETTERS = "abcdefghijklmnop"
+MAX_LENGTH = 16
+
+
+def reversal_pairs(count, seed):
+    """`count` (source, target) pairs: 3..8 space-separated letters, reversed."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for length in rng.integers(3, 9, count):
+        words = [str(word) for word in rng.choice(list(LETTERS), length)]
+        pairs.append((" ".join(words), " ".join(words[::-1])))
+    return pairs
+
+
+def train_reversal_translator():
+    train = reversal_pairs(10000, seed=0)
+    # The seed goes first: `tf.random.set_seed` (which `set_random_seed`
+    # calls) clears the eager kernel cache and with it the SentencePiece
+    # resource of every tokenizer created before.
+    keras.utils.set_random_seed(0)
+    tokenizer = train_tokenizer(
+        [text for pair in train for text in pair], vocab_size=40, byte_fallback=False
+    )
+    pieces = tokenizer.tokenize(list(LETTERS)).to_list()
+    assert [tokenizer.id_to_piece(ids[0]).numpy() for ids in pieces] == [
+        f"▁{letter}".encode() for letter in LETTERS
+    ]
+    assert all(len(ids) == 1 for ids in pieces)
+    config = kt.TransformerConfig.tiny(
+        tokenizer.vocab_size,
+        d_model=64,
+        d_ff=128,
+        dropout=0.0,
+        max_length=MAX_LENGTH,
+        warmup_steps=200,
+    )
+    model = kt.build_transformer(config)
+    model.compile(
+        optimizer=kt.transformer_optimizer(config.d_model, config.warmup_steps, 0.5),
+        loss=kt.LabelSmoothedCrossEntropy(config.label_smoothing),
+        metrics=[kt.MaskedAccuracy()],
+    )
+    sources, targets = (list(texts) for texts in zip(*train, strict=True))
+    batches = make_dataset(
+        tf.data.Dataset.from_tensor_slices((sources, targets)),
+        tokenizer,
+        max_length=MAX_LENGTH,
+        tokens_per_batch=640,
+        seed=0,
+        repeat=True,
+    )
+    model.fit(batches, steps_per_epoch=100, epochs=10, shuffle=False, verbose=0)
+    return Translator(model, tokenizer), {source for source in sources}
+
+
+@pytest.fixture(scope="session")
+def trained():
+    return train_reversal_translator()
+
+
+@pytest.fixture(scope="session")
+def translator(trained):
+    return trained[0]
+
+
+@pytest.fixture(scope="session")
+def held_out(trained):
+    """200 (source, reversed source) pairs whose sources were not trained on."""
+    seen = trained[1]
+    pairs = [pair for pair in reversal_pairs(400, seed=1) if pair[0] not in seen]
+    return pairs[:200]
+
+
+@pytest.fixture(scope="session")
+def exported(translator, tmp_path_factory):
+    """The path of `translator` exported as `<tmp>/translator/1`."""
+    return export_translator(
+        translator, str(tmp_path_factory.mktemp("saved_models")), "translator"
+    )
+
+
+@pytest.fixture(scope="session")
+def reloaded(exported):
+    return tf.saved_model.load(exported)
+
+
+@pytest.fixture(params=["in_process", "saved_model"])
+def signatures(request):
+    """The serving signatures by name, of the translator or of its SavedModel.
+
+    Both are called the way TF Serving calls them: keyword tensors only.
+    """
+    if request.param == "in_process":
+        return request.getfixturevalue("translator").signatures()
+    return request.getfixturevalue("reloaded").signatures

@@ -1,0 +1,204 @@
+"""The exported SavedModel: TF Serving's layout, and loadable without this package.
+
+The compatibility tests run in a fresh interpreter that imports only
+TensorFlow (and tensorflow-text, whose ops the tokenizer uses), the way a
+model server would see the export.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.export import export_translator
+
+pytestmark = pytest.mark.slow
+
+SUBPROCESS_TIMEOUT = 180
+SIGNATURES = ["serving_default", "greedy", "beam", "ids", "align"]
+BAD_TEXTS = ["", "   ", "z \u00e4 \u4e2d a", " ".join("abcdefghijklmnop" * 2)]
+
+TF1_SESSION_SCRIPT = """
+import json
+import sys
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401, registers the SentencePiece ops
+
+path, texts_file, result_file = sys.argv[1:]
+with open(texts_file) as file:
+    texts = json.load(file)
+with tf.compat.v1.Session(graph=tf.Graph()) as session:
+    meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+    signature = meta_graph.signature_def["serving_default"]
+    outputs = session.run(
+        {key: info.name for key, info in signature.outputs.items()},
+        feed_dict={signature.inputs["text"].name: texts},
+    )
+assert "keras_transformer" not in sys.modules
+with open(result_file, "w") as file:
+    json.dump(
+        {
+            "inputs": sorted(signature.inputs),
+            "method_name": signature.method_name,
+            "translation": [text.decode("utf-8") for text in outputs["translation"]],
+            "score": outputs["score"].tolist(),
+        },
+        file,
+    )
+"""
+
+OPS_SCRIPT = """
+import json
+import os
+import sys
+
+import tensorflow as tf  # noqa: F401
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.framework import op_def_registry
+
+path, result_file = sys.argv[1:]
+saved_model = saved_model_pb2.SavedModel()
+with open(os.path.join(path, "saved_model.pb"), "rb") as file:
+    saved_model.ParseFromString(file.read())
+ops, must_compile = set(), []
+for meta_graph in saved_model.meta_graphs:
+    graph = meta_graph.graph_def
+    nodes = list(graph.node)
+    for function in graph.library.function:
+        nodes.extend(function.node_def)
+        if function.attr["_XlaMustCompile"].b:
+            must_compile.append(function.signature.name)
+    ops.update(node.op for node in nodes)
+    must_compile.extend(n.name for n in nodes if n.attr["_XlaMustCompile"].b)
+core = {op for op in ops if op_def_registry.get(op) is not None}
+import tensorflow_text  # noqa: E402, F401
+
+text = {op for op in ops - core if op_def_registry.get(op) is not None}
+assert "keras_transformer" not in sys.modules
+with open(result_file, "w") as file:
+    json.dump(
+        {
+            "core": sorted(core),
+            "tensorflow_text": sorted(text),
+            "unregistered": sorted(ops - core - text),
+            "must_compile": must_compile,
+        },
+        file,
+    )
+"""
+
+
+def run_python(tmp_path, script, *arguments):
+    """Runs `script` in a fresh interpreter; returns the JSON it writes."""
+    script_file, result_file = tmp_path / "script.py", tmp_path / "result.json"
+    script_file.write_text(script)
+    process = subprocess.run(
+        [sys.executable, str(script_file), *map(str, arguments), str(result_file)],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    return json.loads(result_file.read_text())
+
+
+def saved_model_cli():
+    """The `saved_model_cli` command of this interpreter's TensorFlow."""
+    script = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    if os.path.exists(script):
+        return [script]
+    return [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
+
+
+def test_export_writes_numbered_versions_with_the_vocabulary(translator, exported):
+    model_dir = os.path.dirname(exported)
+    assert os.path.basename(exported) == "1"
+    assert os.path.basename(model_dir) == "translator"
+    second = export_translator(translator, os.path.dirname(model_dir), "translator")
+    assert second == os.path.join(model_dir, "2")
+    assert sorted(os.listdir(model_dir)) == ["1", "2"]  # no staging folder left
+    for path in (exported, second):
+        assert {"saved_model.pb", "variables", "assets"} <= set(os.listdir(path))
+        with open(os.path.join(path, "assets", "tokenizer.model"), "rb") as file:
+            assert file.read() == translator.tokenizer.model
+    for version in (1, 2, "2"):
+        with pytest.raises(FileExistsError, match="exists; pass another version"):
+            export_translator(
+                translator, os.path.dirname(model_dir), "translator", version
+            )
+    with pytest.raises(AttributeError):  # a failed export leaves nothing behind
+        export_translator(object(), os.path.dirname(model_dir), "translator")
+    assert sorted(os.listdir(model_dir)) == ["1", "2"]
+
+
+def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out):
+    assert set(SIGNATURES) <= set(reloaded.signatures)
+    texts = tf.constant([source for source, _ in held_out[:20]] + BAD_TEXTS)
+    source_ids = translator.source_ids(texts)
+    inputs = {
+        "serving_default": dict(text=texts),
+        "greedy": dict(text=texts),
+        "beam": dict(text=texts, beam_size=tf.constant(3), alpha=tf.constant(0.6)),
+        "ids": dict(ids=source_ids),
+        "align": dict(text=texts),
+    }
+    in_process = translator.signatures()
+    for name in SIGNATURES:
+        expected = in_process[name](**inputs[name])
+        result = reloaded.signatures[name](**inputs[name])
+        assert result.keys() == expected.keys()
+        for key, value in expected.items():
+            if value.dtype == tf.float32:
+                np.testing.assert_allclose(result[key], value, atol=1e-5)
+            else:
+                np.testing.assert_array_equal(result[key], value)
+
+
+def test_tf1_session_loader_translates_like_the_translator(
+    translator, exported, held_out, tmp_path
+):
+    texts = [source for source, _ in held_out[:20]] + BAD_TEXTS
+    texts_file = tmp_path / "texts.json"
+    texts_file.write_text(json.dumps(texts))
+    result = run_python(tmp_path, TF1_SESSION_SCRIPT, exported, texts_file)
+    expected = translator.translate(tf.constant(texts))
+    assert result["inputs"] == ["text"]
+    assert result["method_name"] == "tensorflow/serving/predict"
+    assert result["translation"] == [
+        text.decode("utf-8") for text in expected["translation"].numpy()
+    ]
+    np.testing.assert_allclose(result["score"], expected["score"], atol=1e-5)
+
+
+def test_saved_model_cli_lists_the_signatures(exported):
+    process = subprocess.run(
+        [*saved_model_cli(), "show", "--dir", exported, "--all"],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    for name in SIGNATURES:
+        assert f"signature_def['{name}']" in process.stdout
+    for inputs in ("['text']", "['beam_size']", "['alpha']", "['ids']"):
+        assert f"inputs{inputs} tensor_info" in process.stdout
+    for outputs in ("translation", "score", "ids", "alignment", "source_pieces"):
+        assert f"outputs['{outputs}'] tensor_info" in process.stdout
+
+
+def test_saved_model_uses_only_registered_ops(exported, tmp_path):
+    result = run_python(tmp_path, OPS_SCRIPT, exported)
+    assert result["unregistered"] == []
+    assert {"SentencepieceOp", "SentencepieceTokenizeOp"} <= set(
+        result["tensorflow_text"]
+    )
+    python_ops = {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
+    assert not python_ops & set(result["core"] + result["tensorflow_text"])
+    assert result["must_compile"] == []
