@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from keras_transformer.data import (
     SubwordTokenizer,
+    dataset_to_lists,
     load_text_corpus,
     load_translation_corpus,
     make_dataset,
@@ -148,15 +149,6 @@ def load_splits(job):
     }
 
 
-def as_lists(pairs):
-    """A dataset of string pairs as two lists of `str`."""
-    sources, targets = [], []
-    for source, target in pairs.as_numpy_iterator():
-        sources.append(source.decode("utf-8"))
-        targets.append(target.decode("utf-8"))
-    return sources, targets
-
-
 def translate_texts(function, texts, batch_size=64):
     """Runs a `Translator` signature over `texts` in batches; returns `str`s."""
     translations = []
@@ -176,8 +168,10 @@ def run_translation_job(job, log=print):
     keras.mixed_precision.set_global_policy(job.precision)
 
     splits = load_splits(job)
-    validation_sources, validation_targets = as_lists(splits["validation"])
-    test_sources, test_targets = as_lists(splits["test"].take(job.test_sample or -1))
+    validation_sources, validation_targets = dataset_to_lists(splits["validation"])
+    test_sources, test_targets = dataset_to_lists(
+        splits["test"].take(job.test_sample or -1)
+    )
     tokenizer = _tokenizer(job, splits["train"], log)
 
     def batches(pairs, **kwargs):
@@ -285,7 +279,7 @@ def _tokenizer(job, train_pairs, log):
     if os.path.exists(path):
         return SubwordTokenizer.load(path)
     log(f"Training a {job.vocab_size}-piece SentencePiece vocabulary...")
-    sources, targets = as_lists(train_pairs)
+    sources, targets = dataset_to_lists(train_pairs)
     tokenizer = train_tokenizer(sources + targets, job.vocab_size)
     tokenizer.save(path)
     return tokenizer

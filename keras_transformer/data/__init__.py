@@ -7,6 +7,7 @@ both languages; `make_dataset` turns pairs into `model.fit` batches.
 
 from keras_transformer.data.corpora import (
     CorpusNotFoundError,
+    dataset_to_lists,
     load_text_corpus,
     load_translation_corpus,
     pairs_to_dataset,
@@ -33,6 +34,7 @@ __all__ = [
     "DingDeEn",
     "SubwordTokenizer",
     "assign_split",
+    "dataset_to_lists",
     "load_ding_pairs",
     "load_text_corpus",
     "load_translation_corpus",

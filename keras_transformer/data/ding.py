@@ -244,7 +244,7 @@ def source_key(source):
     return text.rstrip(".!?;:, ")
 
 
-def assign_split(source, validation_fraction=0.05, test_fraction=0.05):
+def assign_split(source, validation_fraction=0.05, test_fraction=0.05, salt=""):
     """The split of a source sentence, from a stable hash of its `source_key`.
 
     The hash is SHA-256, so the answer is the same on every machine and in
@@ -254,6 +254,8 @@ def assign_split(source, validation_fraction=0.05, test_fraction=0.05):
         source: a source sentence.
         validation_fraction: the expected share of sources in validation.
         test_fraction: the expected share of sources in test.
+        salt: a prefix of the hashed text; another salt gives another,
+            independent split.
 
     Returns:
         `"train"`, `"validation"` or `"test"`.
@@ -275,7 +277,7 @@ def assign_split(source, validation_fraction=0.05, test_fraction=0.05):
             "validation_fraction + test_fraction must be <= 1, got "
             f"{validation_fraction} + {test_fraction}."
         )
-    digest = hashlib.sha256(source_key(source).encode("utf-8")).digest()
+    digest = hashlib.sha256((salt + source_key(source)).encode("utf-8")).digest()
     position = int.from_bytes(digest[:8], "big") / 2**64  # uniform in [0, 1)
     if position < test_fraction:
         return "test"
