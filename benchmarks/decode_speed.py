@@ -1,0 +1,379 @@
+"""Decoding speed side by side: ours, keras-hub's samplers, an uncached loop.
+
+Generated tokens per second for greedy and beam-4 decoding of random
+sources (no padding) with randomly initialised models of the same shape,
+every sequence forced to exactly `--new-tokens` tokens (the end id is one
+no model can produce, -1, and every limit equals `--new-tokens`):
+
+- ours: `keras_transformer.decoding.decode` in a `tf.function` traced for
+  the input's shape (`ours_tf_function`), the same with `jit_compile=True`
+  (`ours_xla`), and in a `tf.function` with the input signature
+  `[None, None]` int32, as `Translator.translate_ids` serves it
+  (`ours_signature`, no XLA; `--saved-model` adds `ours_saved_model`, the
+  same function exported with `tf.saved_model.save` and reloaded);
+- keras-hub: `TransformerEncoder`/`TransformerDecoder` stacks with
+  `TokenAndPositionEmbedding` and a Dense head, decoded with
+  `GreedySampler` / `BeamSampler(num_beams=4)` over keras-hub's key/value
+  caches, in a `tf.function` without and with `jit_compile=True`
+  (`keras_hub`, `keras_hub_xla`);
+- greedy only: the TensorFlow tutorial's loop, which runs our decoder on
+  the whole prefix at every step without a cache (`tutorial_no_cache`; the
+  encoder runs once, where the tutorial re-runs it too).
+
+Tokens per second = batch * new tokens / the median wall time of one call
+(encoder, cache set-up and the whole loop; beam search counts the tokens
+of the returned sequences, not of every beam). Variants are timed in
+interleaved rounds after a warm-up, so a change in the machine's load hits
+them alike. `ratios` divides ours by the matching keras-hub variant and
+`targets` checks the goals of the decoding-speed issue.
+
+    python benchmarks/decode_speed.py               # the full grid, ~5 min
+    python benchmarks/decode_speed.py --quick       # a smoke run
+    python benchmarks/decode_speed.py --batch-size 32 --search greedy
+"""
+
+import argparse
+import os
+import tempfile
+import time
+
+import common
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+import keras_transformer as kt
+from keras_transformer.decoding import decode
+
+START_ID = 1
+NEVER_ID = -1  # an end id no model produces, so every step runs
+SEARCHES = {"greedy": 1, "beam_4": 4}
+
+FULL = dict(
+    vocab_size=8000,
+    d_model=256,
+    num_heads=4,
+    d_ff=1024,
+    num_encoder_layers=3,
+    num_decoder_layers=3,
+    source_length=32,
+    new_tokens=32,
+    batch_sizes=[1, 32],
+    repeats=7,
+)
+QUICK = dict(
+    vocab_size=1000,
+    d_model=64,
+    num_heads=2,
+    d_ff=128,
+    num_encoder_layers=1,
+    num_decoder_layers=1,
+    source_length=8,
+    new_tokens=8,
+    batch_sizes=[1, 4],
+    repeats=3,
+)
+
+# (ours, reference, goal): our tokens/s over the reference's should be >= goal.
+TARGETS = {
+    "greedy": [
+        ("ours_xla", "keras_hub_xla", 1.5),
+        ("ours_signature", "keras_hub", 2.0, 1),  # batch 1 only
+    ],
+    "beam_4": [
+        ("ours_xla", "keras_hub_xla", 2.0),
+        ("ours_tf_function", "keras_hub", 2.0),
+    ],
+}
+
+
+class SignatureDecoder(tf.Module):
+    """`decode` behind a `[None, None]` int32 signature, like `translate_ids`.
+
+    `Translator.translate_ids` with its beam size, except that the end id is
+    `NEVER_ID` (the Translator's is fixed by its tokenizer) so that every
+    step runs.
+    """
+
+    def __init__(self, model, beam_size, new_tokens):
+        super().__init__(name="signature_decoder")
+        self.model = model
+        self.beam_size = beam_size
+        self.new_tokens = new_tokens
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")])
+    def translate_ids(self, ids):
+        output_ids, scores = decode(
+            self.model,
+            ids,
+            start_id=START_ID,
+            end_id=NEVER_ID,
+            beam_size=self.beam_size,
+            extra_length=self.new_tokens,
+            max_length=self.new_tokens,
+        )
+        return {"ids": output_ids[:, 0], "score": scores[:, 0]}
+
+
+def ours_variants(model, beam_size, new_tokens, saved_model_dir=None):
+    """Our decoding as named callables of int32 source ids (B, S)."""
+
+    def run(ids):
+        output_ids, _ = decode(
+            model,
+            ids,
+            start_id=START_ID,
+            end_id=NEVER_ID,
+            beam_size=beam_size,
+            extra_length=new_tokens,
+            max_length=new_tokens,
+        )
+        return output_ids[:, 0]  # (B, N)
+
+    signature = SignatureDecoder(model, beam_size, new_tokens)
+    variants = {
+        "ours_tf_function": tf.function(run),
+        "ours_xla": tf.function(run, jit_compile=True),
+        "ours_signature": lambda ids: signature.translate_ids(ids)["ids"],
+    }
+    if saved_model_dir is not None:
+        path = os.path.join(saved_model_dir, f"beam_{beam_size}")
+        tf.saved_model.save(
+            signature, path, signatures={"ids": signature.translate_ids}
+        )
+        served = tf.saved_model.load(path).signatures["ids"]
+        variants["ours_saved_model"] = lambda ids: served(ids=ids)["ids"]
+    return variants
+
+
+def hub_variants(model, beam_size, new_tokens):
+    """keras-hub sampling as named callables of int32 source ids (B, S)."""
+    if beam_size == 1:
+        sampler = keras_hub.samplers.GreedySampler()
+    else:
+        sampler = keras_hub.samplers.BeamSampler(num_beams=beam_size)
+
+    def run(ids):
+        return common.hub_generate(model, sampler, ids, new_tokens, START_ID)[:, 1:]
+
+    return {
+        "keras_hub": tf.function(run),
+        "keras_hub_xla": tf.function(run, jit_compile=True),
+    }
+
+
+def tutorial_variant(model, new_tokens):
+    """Greedy decoding that re-runs the decoder on the whole prefix each step.
+
+    The loop of the TensorFlow tutorial "Neural machine translation with a
+    Transformer and Keras" (`Translator.__call__`), with our model and the
+    encoder run once.
+    """
+
+    @tf.function
+    def run(ids):
+        encoder_outputs, encoder_mask = model.encode(ids)
+        batch_size = tf.shape(ids)[0]
+
+        def body(step, prefix):  # prefix (B, step + 1)
+            logits = model.decode(prefix, encoder_outputs, encoder_mask)
+            tokens = tf.argmax(logits[:, -1], axis=-1, output_type=tf.int32)
+            return step + 1, tf.concat([prefix, tokens[:, None]], axis=1)
+
+        _, prefix = tf.while_loop(
+            lambda step, prefix: step < new_tokens,
+            body,
+            (tf.constant(0), tf.fill([batch_size, 1], START_ID)),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None])),
+        )
+        return prefix[:, 1:]  # (B, N)
+
+    return {"tutorial_no_cache": run}
+
+
+def time_variants(variants, ids, repeats, new_tokens):
+    """Times each variant on `ids`: first call, then interleaved rounds.
+
+    Returns:
+        {name: {"tokens_per_second", "median_seconds", "first_call_seconds"}}.
+    """
+    first_call = {}
+    for name, function in variants.items():
+        start = time.perf_counter()
+        outputs = function(ids).numpy()
+        first_call[name] = time.perf_counter() - start
+        if outputs.shape != (ids.shape[0], new_tokens):
+            raise RuntimeError(f"{name} returned {outputs.shape} tokens.")
+        function(ids)  # a second warm-up call
+    times = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, function in variants.items():
+            times[name].append(common.seconds(function, ids))
+    tokens = ids.shape[0] * new_tokens
+    return {
+        name: {
+            "tokens_per_second": common.rounded(tokens / common.median(times[name])),
+            "median_seconds": common.rounded(common.median(times[name])),
+            "first_call_seconds": common.rounded(first_call[name], 3),
+        }
+        for name in variants
+    }
+
+
+def ratios_and_targets(results):
+    """Ours over keras-hub for matching variants, and the issue's goals."""
+    pairs = [
+        ("ours_tf_function", "keras_hub"),
+        ("ours_signature", "keras_hub"),
+        ("ours_saved_model", "keras_hub"),
+        ("ours_xla", "keras_hub_xla"),
+        ("ours_xla", "tutorial_no_cache"),
+        ("ours_tf_function", "tutorial_no_cache"),
+    ]
+    ratios, targets = {}, []
+    for search, by_batch in results.items():
+        ratios[search] = {}
+        for batch_key, variants in by_batch.items():
+            speed = {name: v["tokens_per_second"] for name, v in variants.items()}
+            ratios[search][batch_key] = {
+                f"{ours}/{reference}": common.ratio(speed[ours], speed[reference])
+                for ours, reference in pairs
+                if ours in speed and reference in speed
+            }
+            for ours, reference, goal, *only_batch in TARGETS[search]:
+                if only_batch and batch_key != f"batch_{only_batch[0]}":
+                    continue
+                if ours not in speed or reference not in speed:
+                    continue
+                value = common.ratio(speed[ours], speed[reference])
+                targets.append(
+                    {
+                        "name": f"{search} {batch_key}: {ours}/{reference}",
+                        "goal": goal,
+                        "ratio": value,
+                        "met": value is not None and value >= goal,
+                    }
+                )
+    return ratios, targets
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="a tiny model and few repeats"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, nargs="+", help="batch sizes (default 1 32)"
+    )
+    parser.add_argument(
+        "--search", nargs="+", choices=sorted(SEARCHES), default=list(SEARCHES)
+    )
+    parser.add_argument("--repeats", type=int, help="timed rounds (default 7)")
+    parser.add_argument("--new-tokens", type=int, help="tokens generated (32)")
+    parser.add_argument(
+        "--saved-model",
+        action="store_true",
+        help="also time our decoder exported as a SavedModel and reloaded",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="TensorFlow intra- and inter-op threads (default: all cores); "
+        "1 is steadier on a machine shared with other work",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    common.set_threads(args.threads)  # before TensorFlow runs anything
+    settings = dict(QUICK if args.quick else FULL)
+    for name in ("batch_size", "repeats", "new_tokens"):
+        value = getattr(args, name)
+        if value is not None:
+            settings["batch_sizes" if name == "batch_size" else name] = value
+    new_tokens, source_length = settings["new_tokens"], settings["source_length"]
+    model_keys = (
+        "vocab_size",
+        "d_model",
+        "num_heads",
+        "d_ff",
+        "num_encoder_layers",
+        "num_decoder_layers",
+    )
+    shape = {key: settings[key] for key in model_keys}
+    environment = common.environment(args.threads)
+
+    keras.utils.set_random_seed(0)
+    config = kt.TransformerConfig(
+        **shape, max_length=max(new_tokens, source_length) + 1
+    )
+    ours = kt.build_transformer(config)
+    hub = common.HubTransformer(
+        sequence_length=max(new_tokens, source_length) + 1,
+        dropout=0.1,
+        **shape,
+    )
+    rng = np.random.default_rng(0)
+    hub(
+        {
+            "encoder_inputs": np.ones((1, 2), "int32"),
+            "decoder_inputs": np.ones((1, 2), "int32"),
+        }
+    )
+
+    results = {}
+    with tempfile.TemporaryDirectory() as saved_model_dir:
+        for search in args.search:
+            beam_size = SEARCHES[search]
+            variants = {
+                **ours_variants(
+                    ours,
+                    beam_size,
+                    new_tokens,
+                    saved_model_dir if args.saved_model else None,
+                ),
+                **hub_variants(hub, beam_size, new_tokens),
+            }
+            if beam_size == 1:
+                variants.update(tutorial_variant(ours, new_tokens))
+            results[search] = {}
+            for batch_size in settings["batch_sizes"]:
+                ids = tf.constant(
+                    rng.integers(
+                        3, settings["vocab_size"], (batch_size, source_length)
+                    ),
+                    tf.int32,
+                )
+                results[search][f"batch_{batch_size}"] = time_variants(
+                    variants, ids, settings["repeats"], new_tokens
+                )
+    ratios, targets = ratios_and_targets(results)
+    common.print_json(
+        {
+            "benchmark": "decode_speed",
+            "quick": args.quick,
+            "model": {
+                **shape,
+                "parameters": {
+                    "ours": ours.count_params(),
+                    "keras_hub": hub.count_params(),
+                },
+            },
+            "source_length": source_length,
+            "new_tokens": new_tokens,
+            "repeats": settings["repeats"],
+            "unit": "generated tokens per second (batch * new_tokens / median "
+            "seconds per call); beam search counts the returned sequence only",
+            "results": results,
+            "ratios": ratios,
+            "targets": targets,
+            "environment": environment,
+            "load_average_1m_at_end": common.rounded(os.getloadavg()[0], 3),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Smoke runs of the speed benchmarks: they run and print the JSON they promise.
+
+Each script runs in a subprocess with `--quick` and its smallest subset; the
+numbers are only checked to be positive (timings are never asserted).
+"""
+
+import json
+import math
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run_benchmark(script, *arguments):
+    process = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    return json.loads(process.stdout)
+
+
+def assert_positive(value):
+    assert isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+@pytest.mark.slow
+def test_decode_speed_quick_run():
+    result = run_benchmark(
+        "decode_speed.py", "--quick", "--batch-size", "1", "--search", "greedy"
+    )
+    assert result["benchmark"] == "decode_speed"
+    variants = result["results"]["greedy"]["batch_1"]
+    expected = {
+        "ours_tf_function",
+        "ours_xla",
+        "ours_signature",
+        "keras_hub",
+        "keras_hub_xla",
+        "tutorial_no_cache",
+    }
+    assert set(variants) == expected
+    for timing in variants.values():
+        for key in ("tokens_per_second", "median_seconds", "first_call_seconds"):
+            assert_positive(timing[key])
+    ratios = result["ratios"]["greedy"]["batch_1"]
+    for key in ("ours_xla/keras_hub_xla", "ours_signature/keras_hub"):
+        assert_positive(ratios[key])
+    assert {target["name"] for target in result["targets"]} == {
+        "greedy batch_1: ours_xla/keras_hub_xla",
+        "greedy batch_1: ours_signature/keras_hub",
+    }
+    assert result["environment"]["tensorflow"]
+
+
+@pytest.mark.slow
+def test_train_speed_quick_run():
+    result = run_benchmark(
+        "train_speed.py",
+        "--quick",
+        "--config",
+        "tiny",
+        "--precision",
+        "float32",
+        "--jit",
+        "off",
+    )
+    assert result["benchmark"] == "train_speed"
+    assert "6 *" in result["flops_formula"]
+    assert_positive(result["matmul_flops_per_step"]["tiny"])
+    for dtype in ("float32", "bfloat16"):
+        assert_positive(result["matmul_peak"]["flops_per_second"][dtype]["peak"])
+    (run,) = result["runs"]
+    assert (run["config"], run["precision"], run["jit_compile"]) == (
+        "tiny",
+        "float32",
+        False,
+    )
+    assert set(run["models"]) == {"ours", "keras_hub", "tf_tutorial"}
+    for model in run["models"].values():
+        for key in (
+            "parameters",
+            "time_to_first_batch_seconds",
+            "tokens_per_second",
+            "model_flops_per_second",
+            "mfu",
+        ):
+            assert_positive(model[key])
+        assert math.isfinite(model["first_loss"])
+    for key in ("ours/keras_hub", "ours/tf_tutorial"):
+        assert_positive(run["ratios"][key])
