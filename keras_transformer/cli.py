@@ -62,7 +62,13 @@ def _train_parser(commands):
         "--learning-rate-scale", type=float, default=defaults.learning_rate_scale
     )
     training.add_argument("--epochs", type=int, default=defaults.epochs)
-    training.add_argument("--steps-per-epoch", type=int, default=None)
+    training.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)
+    training.add_argument(
+        "--steps-per-epoch",
+        type=int,
+        default=defaults.steps_per_epoch,
+        help="steps per epoch (0: one pass over the data)",
+    )
     training.add_argument(
         "--checkpoint-every",
         type=int,
