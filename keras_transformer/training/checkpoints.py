@@ -39,8 +39,8 @@ class TrainingCheckpoints:
 
     @property
     def step(self):
-        """The optimizer's iteration count: training steps done."""
-        return int(self.model.optimizer.iterations.numpy())
+        """Training batches done (micro-batches under gradient accumulation)."""
+        return batches_trained(self.model.optimizer)
 
     def save(self):
         """Writes a checkpoint numbered by the current step; returns its path."""
@@ -73,6 +73,18 @@ class TrainingCheckpoints:
             f"None of the checkpoints in {self.manager.directory} is readable: "
             f"{', '.join(paths)}. Delete them to start over."
         )
+
+
+def batches_trained(optimizer):
+    """The batches `optimizer` has been applied to, a checkpointed counter.
+
+    Keras's `optimizer.iterations` counts updates; under gradient
+    accumulation an update takes several batches, and Keras counts those in
+    the private variable behind `iterations` (the one its learning-rate
+    schedules read). A loss-scale optimizer counts in its inner optimizer.
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    return int(optimizer._iterations.numpy())
 
 
 class CheckpointCallback(keras.callbacks.Callback):

@@ -13,10 +13,16 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     iteration, is evaluated as step 1 so that no update has a zero or
     infinite rate.
 
+    With gradient accumulation Keras calls the schedule with the number of
+    micro-batches; `steps_per_update` turns that back into the number of
+    updates, so warm-up and decay count updates as in the paper.
+
     Args:
         d_model: the model width.
         warmup_steps: length of the linear warm-up (4000 in the paper).
         scale: a factor on the whole schedule (1.0 in the paper).
+        steps_per_update: micro-batches accumulated per update (the
+            optimizer's `gradient_accumulation_steps`, or 1).
 
     Example:
 
@@ -25,18 +31,22 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     0.0006988
     """
 
-    def __init__(self, d_model, warmup_steps=4000, scale=1.0):
+    def __init__(self, d_model, warmup_steps=4000, scale=1.0, steps_per_update=1):
         if int(d_model) < 1:
             raise ValueError(f"d_model must be >= 1, got {d_model}.")
         if int(warmup_steps) < 1:
             raise ValueError(f"warmup_steps must be >= 1, got {warmup_steps}.")
         if scale <= 0:
             raise ValueError(f"scale must be > 0, got {scale}.")
+        if int(steps_per_update) < 1:
+            raise ValueError(f"steps_per_update must be >= 1, got {steps_per_update}.")
         self.d_model = int(d_model)
         self.warmup_steps = int(warmup_steps)
         self.scale = float(scale)
+        self.steps_per_update = int(steps_per_update)
 
     def __call__(self, step):
+        step = ops.floor_divide(ops.cast(step, "int64"), self.steps_per_update)
         step = ops.maximum(ops.cast(step, "float32"), 1.0)
         decay = ops.rsqrt(step)
         warmup = step * self.warmup_steps**-1.5
@@ -47,26 +57,46 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "d_model": self.d_model,
             "warmup_steps": self.warmup_steps,
             "scale": self.scale,
+            "steps_per_update": self.steps_per_update,
         }
 
 
-def transformer_optimizer(d_model, warmup_steps=4000, scale=1.0, **kwargs):
+def transformer_optimizer(
+    d_model, warmup_steps=4000, scale=1.0, gradient_accumulation_steps=None, **kwargs
+):
     """Adam with beta_1=0.9, beta_2=0.98, epsilon=1e-9 and the warm-up schedule.
+
+    Gradient accumulation is Keras's own (`gradient_accumulation_steps` of
+    every Keras optimizer): the mean gradient of k micro-batches makes one
+    update, so k batches of B tokens update the model like one batch of kB
+    tokens when the micro-batches hold equal numbers of target tokens (the
+    loss is a per-batch token mean). The schedule counts updates.
 
     Args:
         d_model: the model width.
-        warmup_steps: warm-up of `TransformerSchedule`.
+        warmup_steps: warm-up of `TransformerSchedule`, in updates.
         scale: factor on the learning rate.
+        gradient_accumulation_steps: micro-batches per update; `None` or 1
+            updates after every batch.
         **kwargs: more `keras.optimizers.Adam` arguments (e.g. `clipnorm`);
             they may also override the paper's `beta_1`, `beta_2`, `epsilon`.
 
     Example:
 
-    >>> optimizer = transformer_optimizer(d_model=512)
-    >>> optimizer.beta_2
-    0.98
+    >>> optimizer = transformer_optimizer(d_model=512, gradient_accumulation_steps=4)
+    >>> optimizer.beta_2, optimizer.gradient_accumulation_steps
+    (0.98, 4)
     """
+    accumulation = gradient_accumulation_steps or 1
+    if accumulation < 1:
+        raise ValueError(
+            "gradient_accumulation_steps must be >= 1, got "
+            f"{gradient_accumulation_steps}."
+        )
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
+    schedule = TransformerSchedule(d_model, warmup_steps, scale, accumulation)
     return keras.optimizers.Adam(
-        learning_rate=TransformerSchedule(d_model, warmup_steps, scale), **settings
+        learning_rate=schedule,
+        gradient_accumulation_steps=accumulation if accumulation > 1 else None,
+        **settings,
     )

@@ -32,7 +32,20 @@ def test_optimizer_uses_the_papers_adam_settings():
     assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.98, 1e-9)
     schedule = optimizer.get_config()["learning_rate"]
     assert schedule["class_name"] == "TransformerSchedule"
-    assert schedule["config"] == {"d_model": 512, "warmup_steps": 4000, "scale": 1.0}
+    assert schedule["config"] == {
+        "d_model": 512,
+        "warmup_steps": 4000,
+        "scale": 1.0,
+        "steps_per_update": 1,
+    }
+
+
+def test_with_accumulation_the_schedule_counts_updates():
+    schedule = TransformerSchedule(d_model=64, warmup_steps=10, steps_per_update=3)
+    per_update = TransformerSchedule(d_model=64, warmup_steps=10)
+    # Keras evaluates the schedule at micro-batch m; update u ends at 3u + 2.
+    for micro_batch in range(60):
+        assert float(schedule(micro_batch)) == float(per_update(micro_batch // 3))
 
 
 def test_optimizer_settings_can_be_overridden():
@@ -46,6 +59,7 @@ def test_optimizer_settings_can_be_overridden():
         ({"d_model": 0}, "d_model"),
         ({"d_model": 8, "warmup_steps": 0}, "warmup_steps"),
         ({"d_model": 8, "scale": 0}, "scale"),
+        ({"d_model": 8, "steps_per_update": 0}, "steps_per_update"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, message):
