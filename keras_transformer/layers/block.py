@@ -3,6 +3,7 @@
 import keras
 
 from keras_transformer.layers.feed_forward import FeedForward
+from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -57,7 +58,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norms = {}
         self.dropouts = {}
         for name in (*self.ATTENTION_NAMES, "feed_forward"):
-            self.layer_norms[name] = keras.layers.LayerNormalization(
+            self.layer_norms[name] = LayerNormalization(
                 epsilon=layer_norm_epsilon,
                 dtype=self.dtype_policy,
                 name=f"{name}_layer_norm",
@@ -65,6 +66,7 @@ class TransformerBlock(keras.layers.Layer):
             self.dropouts[name] = keras.layers.Dropout(
                 dropout, dtype=self.dtype_policy, name=f"{name}_dropout"
             )
+            self._track_for_checkpoints(self.layer_norms[name])
 
     def build_sublayers(self, inputs_shape, attention_source_shapes):
         """Builds every sub-layer for inputs of `inputs_shape` (B, T, D).
@@ -89,10 +91,21 @@ class TransformerBlock(keras.layers.Layer):
             )
             attention.build(inputs_shape, attention_source_shapes[name])
             self.attention_layers[name] = attention
+            self._track_for_checkpoints(attention)
         self.feed_forward.build(inputs_shape)
         for layer_norm in self.layer_norms.values():
             layer_norm.build(inputs_shape)
         self.built = True
+
+    def _track_for_checkpoints(self, layer):
+        """Makes `layer`, held in a dict, part of `tf.train.Checkpoint(model)`.
+
+        Keras tracks layers in dicts for its own saving, but hides them from
+        TensorFlow's object graph, so a `tf.train.Checkpoint` of the model
+        would silently leave their weights out. An attribute named after the
+        layer makes it a checkpoint dependency.
+        """
+        setattr(self, layer.name, layer)
 
     def residual(self, name, inputs, sublayer, training):
         """Wraps sub-layer `name` in dropout, a residual and layer norm.

@@ -60,7 +60,8 @@ class TrainingCheckpoints:
         for path in paths:
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
-            except (tf.errors.OpError, ValueError, AssertionError) as error:
+            # A truncated data file raises IndexError from the reader.
+            except (tf.errors.OpError, ValueError, AssertionError, IndexError) as error:
                 log.warning(
                     "Checkpoint %s is unreadable (%s); trying an older one.",
                     path,
