@@ -127,3 +127,35 @@ def test_fully_padded_source_gives_finite_logits(policy):
 
 def ops_float32(x):
     return keras.ops.cast(x, "float32")
+
+
+LONG_RUN_EPOCHS = 20
+LONG_RUN_STEPS_PER_EPOCH = 30
+
+
+@pytest.mark.slow
+def test_hundreds_of_mixed_precision_steps_learn_and_stay_finite(policy):
+    """600 steps of the reversal task: the loss falls and is never NaN/inf."""
+    keras.utils.set_random_seed(0)
+    config = tiny_config(dropout=0.1)
+    model = kt.build_transformer(config)
+    model.compile(
+        optimizer=kt.transformer_optimizer(config.d_model, warmup_steps=50),
+        loss=kt.LabelSmoothedCrossEntropy(config.label_smoothing),
+        metrics=[kt.MaskedAccuracy()],
+    )
+    count = 32 * LONG_RUN_STEPS_PER_EPOCH
+    data = tf.data.Dataset.from_tensor_slices(copy_task(count, seed=1))
+    history = model.fit(
+        data.shuffle(count, seed=0).batch(32).repeat(),
+        epochs=LONG_RUN_EPOCHS,
+        steps_per_epoch=LONG_RUN_STEPS_PER_EPOCH,
+        callbacks=[keras.callbacks.TerminateOnNaN()],
+        verbose=0,
+    )
+    losses = history.history["loss"]
+    assert len(losses) == LONG_RUN_EPOCHS  # TerminateOnNaN never stopped it
+    assert np.isfinite(losses).all()
+    assert losses[-1] < 0.6 * losses[0]
+    assert history.history["masked_accuracy"][-1] > 0.5
+    assert all(np.isfinite(np.asarray(w)).all() for w in model.weights)
