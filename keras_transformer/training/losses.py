@@ -56,17 +56,15 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
         y_true = ops.cast(y_true, "int32")  # (B, T)
         y_pred = ops.cast(y_pred, "float32")  # (B, T, V)
         if self.from_logits:
-            log_probabilities = ops.log_softmax(y_pred, axis=-1)
+            # log p = z - logsumexp(z), without materialising log p: fewer
+            # passes over the (B, T, V) logits, the costliest tensor here.
+            scores, normaliser = y_pred, ops.logsumexp(y_pred, axis=-1)  # (B, T)
         else:
-            log_probabilities = ops.log(ops.clip(y_pred, 1e-7, 1.0))
-        true_log_probability = ops.take_along_axis(
-            log_probabilities, y_true[..., None], axis=-1
-        )[..., 0]  # (B, T)
-        mean_log_probability = ops.mean(log_probabilities, axis=-1)  # (B, T)
+            scores, normaliser = ops.log(ops.clip(y_pred, 1e-7, 1.0)), 0.0
+        true_score = tf.gather(scores, y_true, batch_dims=2)  # (B, T)
+        mean_score = ops.mean(scores, axis=-1)  # (B, T)
         epsilon = self.label_smoothing
-        losses = (
-            -(1.0 - epsilon) * true_log_probability - epsilon * mean_log_probability
-        )
+        losses = normaliser - (1.0 - epsilon) * true_score - epsilon * mean_score
         if self.ignore_class is None:
             weights = ops.ones_like(losses)
         else:
