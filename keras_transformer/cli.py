@@ -13,6 +13,7 @@ import json
 import sys
 
 from keras_transformer.job import PRESETS, TranslationJob
+from keras_transformer.training import STRATEGIES
 
 
 def _train_parser(commands):
@@ -49,6 +50,13 @@ def _train_parser(commands):
     data.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
     data.add_argument("--max-length", type=int, default=defaults.max_length)
     data.add_argument("--tokens-per-batch", type=int, default=defaults.tokens_per_batch)
+    data.add_argument(
+        "--gradient-accumulation",
+        type=int,
+        default=defaults.gradient_accumulation,
+        metavar="K",
+        help="batches per update (effective batch: K x tokens-per-batch)",
+    )
     training = parser.add_argument_group("model and training")
     training.add_argument("--preset", choices=PRESETS, default=defaults.preset)
     training.add_argument(
@@ -86,6 +94,20 @@ def _train_parser(commands):
         "--precision",
         default=defaults.precision,
         choices=("float32", "mixed_float16", "mixed_bfloat16"),
+    )
+    training.add_argument(
+        "--strategy",
+        default=defaults.strategy,
+        choices=STRATEGIES,
+        help="default: one device; mirrored: all local GPUs; multi_worker: "
+        "the hosts in TF_CONFIG (run the same command on each)",
+    )
+    training.add_argument(
+        "--logical-cpus",
+        type=int,
+        default=defaults.logical_cpus,
+        metavar="N",
+        help="with --strategy mirrored: N replicas on logical CPU devices",
     )
     training.add_argument("--seed", type=int, default=defaults.seed)
     output = parser.add_argument_group("evaluation and output")
@@ -138,11 +160,51 @@ def _translate(args):
         print(translation.numpy().decode("utf-8"))
 
 
+def _average_parser(commands):
+    parser = commands.add_parser(
+        "average",
+        help="average the last checkpoints of a training run",
+        description="Averages the weights of the last N checkpoints of a "
+        "`train` run (paper section 6.1) into a .keras model, and optionally "
+        "exports it as a translator SavedModel.",
+    )
+    parser.add_argument("output_dir", help="the --output-dir of the train run")
+    parser.add_argument("model_path", help="where to write the averaged .keras model")
+    parser.add_argument("--last", type=int, default=5, metavar="N")
+    parser.add_argument(
+        "--export-dir", default="", help="also export the translator here"
+    )
+    parser.add_argument("--export-name", default="translator")
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.set_defaults(run=_average)
+
+
+def _average(args):
+    import os
+
+    from keras_transformer.data import SubwordTokenizer
+    from keras_transformer.export import Translator, export_translator
+    from keras_transformer.job import averaged_model
+
+    model, paths = averaged_model(args.output_dir, args.last)
+    model.save(args.model_path)
+    print(f"Averaged {len(paths)} checkpoints into {args.model_path}: {paths}")
+    if args.export_dir:
+        tokenizer = SubwordTokenizer.load(
+            os.path.join(args.output_dir, "tokenizer.model")
+        )
+        translator = Translator(model, tokenizer, args.beam_size, args.alpha)
+        path = export_translator(translator, args.export_dir, args.export_name)
+        print(f"Exported the translator to {path}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="keras-transformer", description=__doc__)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _train_parser(commands)
     _translate_parser(commands)
+    _average_parser(commands)
     args = parser.parse_args(argv)
     args.run(args)
 

@@ -2,8 +2,8 @@
 
 `run_translation_job(TranslationJob(...))` is what `keras-transformer train`
 and `examples/train_translation.py` run. Everything it writes goes under
-`output_dir` (tokenizer, checkpoints, TensorBoard logs, the final `.keras`
-model, `results.json`) and the exported SavedModel under
+`output_dir` (tokenizer, `model_config.json`, checkpoints, TensorBoard logs,
+the final `.keras` model, `results.json`) and the exported SavedModel under
 `export_dir/export_name/<version>/`.
 
 Training resumes where it stopped: rerunning the same command restores the
@@ -36,7 +36,10 @@ from keras_transformer.models import TransformerConfig, build_transformer
 from keras_transformer.training import (
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
+    check_strategy,
+    make_strategy,
     transformer_optimizer,
+    worker_directory,
 )
 from keras_transformer.training.checkpoints import (
     CheckpointCallback,
@@ -64,6 +67,11 @@ class TranslationJob:
         vocab_size: size of the shared SentencePiece vocabulary.
         max_length: the most tokens in a source and in a target.
         tokens_per_batch: the token budget of a batch.
+        gradient_accumulation: batches whose mean gradient makes one update
+            (Keras's `gradient_accumulation_steps`): an effective batch of
+            `gradient_accumulation * tokens_per_batch` tokens, e.g. the
+            paper's 25k on a small machine. Warm-up counts updates; epochs,
+            checkpoints and reported steps count batches.
     Model and training:
         preset: "tiny", "small", "base" or "big"; `model` overrides fields.
         model: `TransformerConfig` field overrides, e.g. {"dropout": 0.2}.
@@ -74,6 +82,12 @@ class TranslationJob:
         checkpoint_every: steps between checkpoints (also at epoch ends).
         average_last: average the last N checkpoints at the end (1: no).
         precision: "float32", "mixed_float16" or "mixed_bfloat16".
+        strategy: "default" (one device), "mirrored" (the local GPUs) or
+            "multi_worker" (the hosts in `TF_CONFIG`; `output_dir` must be
+            storage they share); see `make_strategy`. `tokens_per_batch` is
+            the global batch, split across the replicas.
+        logical_cpus: with "mirrored", split the CPU into this many devices
+            (several replicas without GPUs, for tests); 0: the GPUs.
         seed: seed of initialisation and data order.
     Evaluation and export:
         beam_size, alpha: beam search for the test BLEU and the export.
@@ -94,6 +108,7 @@ class TranslationJob:
     vocab_size: int = 8000
     max_length: int = 64
     tokens_per_batch: int = 2048
+    gradient_accumulation: int = 1
     preset: str = "small"
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
@@ -103,6 +118,8 @@ class TranslationJob:
     checkpoint_every: int = 125
     average_last: int = 5
     precision: str = "float32"
+    strategy: str = "default"
+    logical_cpus: int = 0
     seed: int = 0
     beam_size: int = 4
     alpha: float = 0.6
@@ -116,12 +133,19 @@ class TranslationJob:
     def __post_init__(self):
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
+        check_strategy(self.strategy, self.logical_cpus)
         if self.corpus == "files" and len(self.train_files) not in (1, 2):
             raise ValueError(
                 "corpus 'files' needs train_files: (source, target) or (tsv,), "
                 f"got {self.train_files!r}."
             )
-        for name in ("epochs", "checkpoint_every", "average_last", "beam_size"):
+        for name in (
+            "epochs",
+            "checkpoint_every",
+            "average_last",
+            "beam_size",
+            "gradient_accumulation",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
 
@@ -168,8 +192,21 @@ def translate_texts(function, texts, batch_size=64):
 
 
 def run_translation_job(job, log=print):
-    """Runs the whole job; returns the results dict also written to results.json."""
+    """Runs the whole job; returns the results dict also written to results.json.
+
+    Under the "multi_worker" strategy every host runs the same `job`: the
+    chief writes `output_dir` and `export_dir`, the other workers write
+    their copies below `<dir>/workers/` (`worker_directory`), and all of
+    them resume from the chief's checkpoints.
+    """
     started = time.time()
+    strategy = make_strategy(job.strategy, job.logical_cpus)  # before TF starts
+    chief_checkpoints = os.path.join(job.output_dir, "checkpoints")
+    job = dataclasses.replace(
+        job,
+        output_dir=worker_directory(strategy, job.output_dir),
+        export_dir=job.export_dir and worker_directory(strategy, job.export_dir),
+    )
     os.makedirs(job.output_dir, exist_ok=True)
     keras.utils.set_random_seed(job.seed)
     keras.mixed_precision.set_global_policy(job.precision)
@@ -187,6 +224,7 @@ def run_translation_job(job, log=print):
             tokenizer,
             max_length=job.max_length,
             tokens_per_batch=job.tokens_per_batch,
+            batch_multiple=strategy.num_replicas_in_sync,
             **kwargs,
         )
 
@@ -194,24 +232,34 @@ def run_translation_job(job, log=print):
         batches(splits["train"], shuffle_buffer=0)
     )
     config = job.model_config(tokenizer.vocab_size)
-    model = build_transformer(config)
-    model.compile(
-        optimizer=transformer_optimizer(
-            config.d_model, config.warmup_steps, job.learning_rate_scale
-        ),
-        loss=LabelSmoothedCrossEntropy(config.label_smoothing),
-        metrics=[MaskedAccuracy()],
-    )
-    checkpoints = TrainingCheckpoints(
-        model,
-        os.path.join(job.output_dir, "checkpoints"),
-        max_to_keep=max(job.average_last, 2),
-    )
-    step = checkpoints.restore()
+    with open(os.path.join(job.output_dir, "model_config.json"), "w") as file:
+        json.dump(config.to_dict(), file, indent=2)  # for `keras-transformer average`
+    with strategy.scope():  # variables, optimizer slots and metrics mirrored
+        model = build_transformer(config)
+        model.compile(
+            optimizer=transformer_optimizer(
+                config.d_model,
+                config.warmup_steps,
+                job.learning_rate_scale,
+                gradient_accumulation_steps=job.gradient_accumulation,
+            ),
+            loss=LabelSmoothedCrossEntropy(config.label_smoothing),
+            metrics=[MaskedAccuracy()],
+        )
+        checkpoints = TrainingCheckpoints(
+            model,
+            os.path.join(job.output_dir, "checkpoints"),
+            max_to_keep=max(job.average_last, 2),
+        )
+        if checkpoints.manager.directory == chief_checkpoints:
+            step = checkpoints.restore()
+        else:  # a worker other than the chief starts where the chief does
+            step = TrainingCheckpoints(model, chief_checkpoints).restore()
     total_steps = job.epochs * steps_per_epoch
     log(
         f"Model: {model.count_params():,} parameters, {config}\n"
-        f"Training: {steps_per_epoch} steps per epoch, {job.epochs} epochs"
+        f"Training: {steps_per_epoch} steps per epoch, {job.epochs} epochs, "
+        f"{strategy.num_replicas_in_sync} replica(s)"
         + (f", resuming at step {step}" if step else "")
     )
     translator = Translator(model, tokenizer, job.beam_size, job.alpha)
@@ -279,6 +327,36 @@ def run_translation_job(job, log=print):
     with open(os.path.join(job.output_dir, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
     return results
+
+
+def averaged_model(output_dir, last=5):
+    """A job's model with the mean weights of its last `last` checkpoints.
+
+    Reads what `run_translation_job` wrote to `output_dir`
+    (`model_config.json` and `checkpoints/`), so it works on an interrupted
+    run too. Only the checkpoints still on disk can be averaged: the job
+    keeps `max(average_last, 2)` of them.
+
+    Returns:
+        (model, checkpoint paths averaged).
+    """
+    config_path = os.path.join(output_dir, "model_config.json")
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(
+            f"{config_path} does not exist: {output_dir!r} is not the output_dir "
+            "of a `keras-transformer train` run."
+        )
+    if last < 1:
+        raise ValueError(f"last must be >= 1, got {last}.")
+    with open(config_path) as file:
+        model = build_transformer(TransformerConfig.from_dict(json.load(file)))
+    directory = os.path.join(output_dir, "checkpoints")
+    paths = tf.train.get_checkpoint_state(directory)
+    paths = list(paths.all_model_checkpoint_paths) if paths else []
+    if not paths:
+        raise FileNotFoundError(f"No checkpoints in {directory}.")
+    paths = paths[-last:]
+    return average_checkpoints(model, paths), paths
 
 
 def _tokenizer(job, train_pairs, log):

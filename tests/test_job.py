@@ -1,6 +1,8 @@
 """A short run of the main job: train a few steps, score, export, reload, resume."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -62,9 +64,39 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, corpus="files")
     with pytest.raises(ValueError, match="epochs"):
         tiny_job(tmp_path, epochs=0)
+    with pytest.raises(ValueError, match="strategy"):
+        tiny_job(tmp_path, strategy="tpu")
+    with pytest.raises(ValueError, match="logical_cpus=2 needs strategy 'mirrored'"):
+        tiny_job(tmp_path, logical_cpus=2)
 
 
 def test_cli_help_lists_the_commands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "train" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_cli_trains_on_two_logical_cpus_with_mirrored_strategy(tmp_path):
+    # A fresh process: logical devices are set before TensorFlow starts.
+    rows = [f"{i} {i + 1} {i + 2}\t{i + 2} {i + 1} {i}" for i in range(200)]
+    (tmp_path / "pairs.tsv").write_text("\n".join(rows) + "\n")
+    command = (
+        "train --strategy mirrored --logical-cpus 2 --corpus files "
+        f"--train-files {tmp_path / 'pairs.tsv'} --vocab-size 300 --preset tiny "
+        "--max-length 16 --tokens-per-batch 256 --epochs 1 --steps-per-epoch 2 "
+        "--checkpoint-every 2 --average-last 1 --beam-size 1 --bleu-sample 4 "
+        f"--test-sample 4 --samples 0 --output-dir {tmp_path / 'run'} --export-dir="
+    ).split()
+    command += ["--model", '{"d_model": 32, "d_ff": 64, "num_heads": 2}']
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_transformer.cli", *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "2 steps per epoch, 1 epochs, 2 replica(s)" in result.stdout
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["steps"] == 2
+    assert results["job"]["strategy"] == "mirrored"

@@ -1,7 +1,11 @@
 """The encoder-decoder Transformer as a functional Keras model."""
 
 import keras
-from keras import ops
+from keras import ops, tree
+
+# The test Keras 3.15's `fit` uses to pick its multi-worker reduction; see
+# `Transformer._per_replica_logs` (keras-team/keras#20585).
+from keras.src.backend.tensorflow.trainer import _collective_all_reduce_multi_worker
 
 from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
@@ -222,6 +226,52 @@ class Transformer(keras.Model):
         if self.output_projection is None:
             return self.target_embedding(decoder_outputs, reverse=True)  # (B, T, V)
         return ops.cast(self.output_projection(decoder_outputs), "float32")
+
+    # Keras 3's `fit` and `evaluate` fail under MultiWorkerMirroredStrategy
+    # (keras-team/keras#20585, open for Keras 3.15); the next three methods
+    # fix that for this model. Remove them once Keras fixes the issue.
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Builds metrics and optimizer slots from one replica's first batch.
+
+        Keras averages the first distributed batch over all replicas with
+        `strategy.reduce` only to learn its dtypes and shapes (keras#20585).
+        Under `MultiWorkerMirroredStrategy` that reduce cannot take a dict of
+        inputs ("Attempt to convert a value (PerReplica ...)"), and under
+        any strategy it fails when replicas got batches of different sizes;
+        it would also all-reduce the data across hosts. One replica's batch
+        has the same dtypes and ranks, so it is passed on instead.
+        """
+        strategy = self._distribute_strategy
+        if iterator is not None and strategy is not None:
+            for _, _, batches in iterator:
+                data_batch = tree.map_structure(
+                    lambda value: strategy.experimental_local_results(value)[0],
+                    next(batches),
+                )
+                break
+        super()._maybe_symbolic_build(data_batch=data_batch)
+
+    def train_step(self, data):
+        return self._per_replica_logs(super().train_step(data))
+
+    def test_step(self, data):
+        return self._per_replica_logs(super().test_step(data))
+
+    def _per_replica_logs(self, logs):
+        """Logs that Keras can average over the replicas of several workers.
+
+        Each replica's step returns its own metric results, and `fit`
+        averages them over the replicas. In multi-worker mode Keras does it
+        with `strategy.reduce("MEAN", value, axis=0)`, which fails on a
+        scalar ("Invalid reduction dimension 0 for input with 0
+        dimensions", keras#20585); with a leading axis of 1 it gives the
+        mean over all replicas, what `MirroredStrategy` reports. Gradients
+        are all-reduced by the optimizer and are not affected.
+        """
+        if not _collective_all_reduce_multi_worker(self.distribute_strategy):
+            return logs
+        return tree.map_structure(lambda value: ops.expand_dims(value, 0), logs)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

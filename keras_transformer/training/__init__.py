@@ -1,5 +1,14 @@
-"""The paper's training recipe: schedule, optimizer, loss and metric."""
+"""The paper's training recipe (schedule, optimizer, loss, metric) and where it runs."""
 
+from keras_transformer.training.distribution import (
+    STRATEGIES,
+    check_strategy,
+    configure_logical_cpus,
+    is_chief,
+    make_strategy,
+    read_tf_config,
+    worker_directory,
+)
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.schedules import (
@@ -8,8 +17,15 @@ from keras_transformer.training.schedules import (
 )
 
 __all__ = [
+    "STRATEGIES",
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",
     "TransformerSchedule",
+    "check_strategy",
+    "configure_logical_cpus",
+    "is_chief",
+    "make_strategy",
+    "read_tf_config",
     "transformer_optimizer",
+    "worker_directory",
 ]

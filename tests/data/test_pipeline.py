@@ -74,6 +74,42 @@ def test_same_seed_same_order(setting):
         np.testing.assert_array_equal(a["encoder_inputs"], b["encoder_inputs"])
 
 
+def test_batch_multiple_rounds_every_batch_down_to_a_multiple(setting):
+    pairs, tokenizer = setting
+    dataset = make_dataset(
+        pairs_to_dataset(pairs),
+        tokenizer,
+        max_length=24,
+        tokens_per_batch=512,
+        seed=0,
+        repeat=True,
+        batch_multiple=3,
+    )
+    sizes = [int(labels.shape[0]) for _, labels in dataset.take(40)]
+    assert all(size % 3 == 0 for size in sizes) and len(set(sizes)) > 1
+    # for `tf.distribute`: every worker keeps its share of each batch
+    policy = dataset.options().experimental_distribute.auto_shard_policy
+    assert policy == tf.data.experimental.AutoShardPolicy.DATA
+
+
+def test_batch_multiple_can_exceed_a_budget_of_one_long_pair(setting):
+    pairs, tokenizer = setting
+    long_pairs = [pair for pair in pairs if len(pair[0].split()) > 12][:8]
+    result = list(
+        make_dataset(
+            pairs_to_dataset(long_pairs),
+            tokenizer,
+            max_length=12,
+            tokens_per_batch=12,
+            shuffle_buffer=0,
+            batch_multiple=2,
+        )
+    )
+    assert [int(labels.shape[0]) for _, labels in result] == [2] * 4
+    with pytest.raises(ValueError, match="batch_multiple must be >= 1, got 0"):
+        batches(setting, batch_multiple=0)
+
+
 def test_budget_smaller_than_a_sequence_is_rejected(setting):
     with pytest.raises(ValueError, match="tokens_per_batch=8"):
         batches(setting, max_length=16, tokens_per_batch=8)

@@ -1,0 +1,221 @@
+"""The `tf.distribute` strategy a training run uses: one device, GPUs, or hosts.
+
+Build and compile the model in the strategy's scope and call `fit` as usual:
+
+    strategy = make_strategy("mirrored")
+    with strategy.scope():
+        model = build_transformer(config)
+        model.compile(optimizer=..., loss=LabelSmoothedCrossEntropy(), ...)
+    model.fit(batches, ...)
+
+Each batch of the input pipeline is then one global batch that `fit` splits
+across all replicas (see `make_dataset`'s `batch_multiple`), and the loss
+divides by the global batch's token count (`LabelSmoothedCrossEntropy`), so
+the update does not depend on the number of replicas. Under
+"multi_worker", Keras 3.15's `fit` works only for models that carry the
+fix in `Transformer` (keras-team/keras#20585).
+
+TPUs are not offered by `make_strategy` (nothing here can run them, so it is
+untested). On a Cloud TPU VM the same scope works with
+
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    strategy = tf.distribute.TPUStrategy(resolver)
+
+but XLA compiles one program per batch shape, and the token-budget buckets
+pad each batch only to its longest pair, so expect a compilation for every
+new (batch, length) shape; a TPU run wants batches padded to their bucket's
+limit and `drop_remainder`, which `make_dataset` does not do.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+STRATEGIES = ("default", "mirrored", "multi_worker")
+
+TF_CONFIG_EXAMPLE = (
+    '{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+    '"task": {"type": "worker", "index": 0}}'
+)
+
+
+def make_strategy(name="default", logical_cpus=0):
+    """The `tf.distribute.Strategy` called `name`.
+
+    - "default": TensorFlow's default strategy, one device (the first GPU,
+      else the CPU).
+    - "mirrored": `tf.distribute.MirroredStrategy`, one replica per local
+      GPU (the CPU when there is none); with `logical_cpus=N`, one replica
+      per logical CPU device instead, to run multi-replica training on a
+      machine without GPUs.
+    - "multi_worker": `tf.distribute.MultiWorkerMirroredStrategy`, one
+      replica per GPU (or the CPU) on every host of the cluster that the
+      `TF_CONFIG` environment variable describes. Every host runs the same
+      program with its own `task`; they start training together.
+
+    Args:
+        name: one of `STRATEGIES`.
+        logical_cpus: for "mirrored", the number of logical CPU devices to
+            split the CPU into (0: use the GPUs); see `configure_logical_cpus`.
+
+    Returns:
+        A `tf.distribute.Strategy`.
+
+    Raises:
+        ValueError: an unknown `name`, `logical_cpus` without "mirrored",
+            or, for "multi_worker", a missing or malformed `TF_CONFIG`.
+        RuntimeError: `logical_cpus` after TensorFlow initialised its devices.
+
+    Example:
+
+    >>> strategy = make_strategy("default")
+    >>> strategy.num_replicas_in_sync
+    1
+    """
+    check_strategy(name, logical_cpus)
+    if name == "mirrored":
+        devices = configure_logical_cpus(logical_cpus) if logical_cpus else None
+        return tf.distribute.MirroredStrategy(devices)
+    if name == "multi_worker":
+        read_tf_config()
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.get_strategy()
+
+
+def check_strategy(name, logical_cpus=0):
+    """Raises `ValueError` unless `make_strategy(name, logical_cpus)` may work.
+
+    Checks only the arguments, so it runs before TensorFlow starts.
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {name!r}.")
+    if logical_cpus < 0 or (logical_cpus and name != "mirrored"):
+        raise ValueError(
+            f"logical_cpus={logical_cpus} needs strategy 'mirrored' and must be "
+            f">= 0 (got strategy {name!r})."
+        )
+
+
+def configure_logical_cpus(count):
+    """Splits the CPU into `count` logical devices; returns their names.
+
+    TensorFlow fixes its devices the first time it runs an op, so call this
+    first in a process (the command line does, for `--logical-cpus`).
+    Calling it again with the same count is harmless.
+
+    Args:
+        count: the number of logical CPU devices, >= 1.
+
+    Returns:
+        The device names, e.g. `["/device:CPU:0", "/device:CPU:1"]`.
+
+    Raises:
+        RuntimeError: TensorFlow already initialised a different number of
+            CPU devices in this process.
+    """
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}.")
+    (cpu,) = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * count
+        )
+    except RuntimeError as error:  # the devices are already initialised
+        existing = len(tf.config.list_logical_devices("CPU"))
+        if existing != count:
+            raise RuntimeError(
+                f"Cannot split the CPU into {count} logical devices: TensorFlow "
+                f"has already initialised {existing} in this process, and "
+                "devices are fixed once it runs its first op. Configure them "
+                "first, in a fresh process (as `keras-transformer train "
+                f"--strategy mirrored --logical-cpus {count}` does)."
+            ) from error
+    return [device.name for device in tf.config.list_logical_devices("CPU")]
+
+
+def read_tf_config():
+    """This process's `TF_CONFIG`, checked: `{"cluster": ..., "task": ...}`.
+
+    `cluster` maps task types ("worker", optionally "chief") to lists of
+    "host:port" addresses, the same on every host; `task` names this host's
+    type and index in that list.
+
+    Raises:
+        ValueError: `TF_CONFIG` is unset, not JSON, or inconsistent.
+    """
+    text = os.environ.get("TF_CONFIG", "")
+    if not text.strip():
+        raise ValueError(
+            "Strategy 'multi_worker' reads the cluster from the TF_CONFIG "
+            f"environment variable, which is not set. Example: {TF_CONFIG_EXAMPLE}"
+            " on the first host, index 1 on the second."
+        )
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not JSON ({error}): {text!r}") from None
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    task = config.get("task") if isinstance(config, dict) else None
+    valid = (
+        isinstance(cluster, dict)
+        and all(
+            isinstance(hosts, list) and hosts and all(":" in h for h in hosts)
+            for hosts in cluster.values()
+        )
+        and isinstance(task, dict)
+        and task.get("type") in cluster
+        and isinstance(task.get("index"), int)
+        and 0 <= task["index"] < len(cluster[task["type"]])
+    )
+    if not valid:
+        raise ValueError(
+            'TF_CONFIG must hold "cluster" (task type -> list of "host:port") '
+            'and "task" (this host\'s "type" and "index" in that list), e.g. '
+            f"{TF_CONFIG_EXAMPLE}; got {text!r}."
+        )
+    return config
+
+
+def is_chief(strategy):
+    """Whether this process writes the run's files (checkpoints, exports).
+
+    True without a cluster; in a `TF_CONFIG` cluster, the "chief" task, or
+    worker 0 when there is no chief.
+
+    Example:
+
+    >>> is_chief(tf.distribute.get_strategy())
+    True
+    """
+    resolver = strategy.cluster_resolver
+    cluster = resolver.cluster_spec().as_dict() if resolver else {}
+    if not cluster:
+        return True
+    if "chief" in cluster:
+        return resolver.task_type == "chief"
+    return resolver.task_type == "worker" and resolver.task_id == 0
+
+
+def worker_directory(strategy, directory):
+    """The folder this process writes to in place of `directory`.
+
+    Under `MultiWorkerMirroredStrategy` every worker must save checkpoints
+    and models (saving distributed variables can run collective ops that
+    all workers join), but only the chief's copy is the run's: the others
+    write theirs to `directory/workers/<type>-<index>`, never over the
+    chief's. Without a cluster, and on the chief, this is `directory`.
+
+    Example:
+
+    >>> worker_directory(tf.distribute.get_strategy(), "runs/ding")
+    'runs/ding'
+    """
+    if is_chief(strategy):
+        return directory
+    resolver = strategy.cluster_resolver
+    return os.path.join(
+        directory, "workers", f"{resolver.task_type}-{resolver.task_id}"
+    )

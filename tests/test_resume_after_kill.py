@@ -1,0 +1,105 @@
+"""The real training command, killed with SIGKILL mid-epoch, resumes exactly.
+
+`keras-transformer train` runs in a subprocess until it has written at least
+one checkpoint, is killed without warning in the middle of its only epoch,
+and is started again with the same arguments. The second run must start at
+the newest checkpoint the first one completed (the step counter continues:
+no checkpointed step is trained twice or skipped), finish the epoch, and
+leave a model that loads and translates.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
+
+STEPS = 200
+CHECKPOINT_EVERY = 20
+ACCUMULATION = 2  # also checks that steps count batches, not updates
+START_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 600
+
+
+def train_command(tmp_path):
+    return [
+        sys.executable,
+        "-m",
+        "keras_transformer.cli",
+        "train",
+        "--preset=tiny",
+        '--model={"d_model": 32, "d_ff": 64, "num_heads": 2}',
+        "--vocab-size=500",
+        "--max-length=24",
+        "--tokens-per-batch=256",
+        f"--gradient-accumulation={ACCUMULATION}",
+        "--epochs=1",
+        f"--steps-per-epoch={STEPS}",
+        f"--checkpoint-every={CHECKPOINT_EVERY}",
+        "--average-last=1",
+        "--beam-size=2",
+        "--bleu-sample=4",
+        "--test-sample=4",
+        "--samples=0",
+        f"--output-dir={tmp_path / 'run'}",
+        f"--export-dir={tmp_path / 'saved_models'}",
+    ]
+
+
+def completed_checkpoints(directory):
+    """Steps of the checkpoints the manager has finished writing."""
+    state = tf.train.get_checkpoint_state(str(directory))
+    paths = state.all_model_checkpoint_paths if state else []
+    return [int(path.rsplit("-", 1)[1]) for path in paths]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path):
+    checkpoints = tmp_path / "run" / "checkpoints"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.Popen(
+        train_command(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not completed_checkpoints(checkpoints):
+            assert first.poll() is None, "training ended before its first checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint in time"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        first.kill()
+    assert first.returncode == -signal.SIGKILL
+    saved = completed_checkpoints(checkpoints)
+    assert saved and max(saved) < STEPS, f"not killed mid-epoch: {saved}"
+    assert all(step % CHECKPOINT_EVERY == 0 for step in saved)
+
+    second = subprocess.run(
+        train_command(tmp_path),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert second.returncode == 0, second.stderr[-5000:]
+    resumed = re.search(r"resuming at step (\d+)", second.stdout)
+    assert resumed, second.stdout[-3000:]
+    assert int(resumed.group(1)) == max(saved)
+    assert completed_checkpoints(checkpoints)[-1] == STEPS
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["steps"] == STEPS  # the counter continued, no batch repeated
+
+    export = tmp_path / "saved_models" / "translator" / "1"
+    translate = tf.saved_model.load(str(export)).signatures["serving_default"]
+    translations = translate(text=tf.constant(["Guten Morgen!", "Ich bin müde."]))
+    assert translations["translation"].shape == (2,)
