@@ -20,6 +20,10 @@ no model can produce, -1, and every limit equals `--new-tokens`):
   the whole prefix at every step without a cache (`tutorial_no_cache`; the
   encoder runs once, where the tutorial re-runs it too).
 
+`ops_per_step` counts the ops of each decoding loop's body, ours and
+keras-hub's, as traced (before TensorFlow's graph optimizations, without
+constants and identities): the per-step overhead that dominates at batch 1.
+
 Tokens per second = batch * new tokens / the median wall time of one call
 (encoder, cache set-up and the whole loop; beam search counts the tokens
 of the returned sequences, not of every beam). Variants are timed in
@@ -192,6 +196,20 @@ def tutorial_variant(model, new_tokens):
     return {"tutorial_no_cache": run}
 
 
+def loop_body_ops(function, ids):
+    """Ops in the body of the largest `tf.while_loop` that `function` traces.
+
+    Counted in the traced graph, before TensorFlow's graph optimizations;
+    constants, identities and no-ops are left out.
+    """
+    graph = function.get_concrete_function(ids).graph.as_graph_def()
+    return max(
+        sum(node.op not in ("Const", "Identity", "NoOp") for node in body.node_def)
+        for body in graph.library.function
+        if body.signature.name.startswith("while_body")
+    )
+
+
 def time_variants(variants, ids, repeats, new_tokens):
     """Times each variant on `ids`: first call, then interleaved rounds.
 
@@ -323,7 +341,7 @@ def main(argv=None):
         }
     )
 
-    results = {}
+    results, ops_per_step = {}, {}
     with tempfile.TemporaryDirectory() as saved_model_dir:
         for search in args.search:
             beam_size = SEARCHES[search]
@@ -349,6 +367,10 @@ def main(argv=None):
                 results[search][f"batch_{batch_size}"] = time_variants(
                     variants, ids, settings["repeats"], new_tokens
                 )
+            ops_per_step[search] = {
+                "ours": loop_body_ops(variants["ours_tf_function"], ids),
+                "keras_hub": loop_body_ops(variants["keras_hub"], ids),
+            }
     ratios, targets = ratios_and_targets(results)
     common.print_json(
         {
@@ -367,6 +389,7 @@ def main(argv=None):
             "unit": "generated tokens per second (batch * new_tokens / median "
             "seconds per call); beam search counts the returned sequence only",
             "results": results,
+            "ops_per_step": ops_per_step,
             "ratios": ratios,
             "targets": targets,
             "environment": environment,

@@ -50,6 +50,8 @@ def test_decode_speed_quick_run():
     for timing in variants.values():
         for key in ("tokens_per_second", "median_seconds", "first_call_seconds"):
             assert_positive(timing[key])
+    for count in result["ops_per_step"]["greedy"].values():
+        assert_positive(count)
     ratios = result["ratios"]["greedy"]["batch_1"]
     for key in ("ours_xla/keras_hub_xla", "ours_signature/keras_hub"):
         assert_positive(ratios[key])

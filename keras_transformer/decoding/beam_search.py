@@ -177,7 +177,9 @@ def beam_search(
         start_ids: int (B,), the first token of every sequence.
         cache: any nest of tensors with the batch on axis 0; it is tiled to
             B * K rows and reordered with gathers on axis 0, never looked
-            inside.
+            inside. Tensors fixed per item (encoder outputs, cross-attention
+            keys and values) are better captured by `next_fn` at one row per
+            item: they are then neither tiled nor gathered at every step.
         max_length: the most tokens to generate (an int or scalar tensor).
         end_id: the end-of-sequence token.
         beam_size: K, beams per item (an int, or a scalar int32 tensor

@@ -110,6 +110,32 @@ def log_probabilities(logits):
     return tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)  # (B', V)
 
 
+def most_likely(logits):
+    """The most likely token of each row of (B, V) logits, and its log-probability.
+
+    The token is the first index of the row's maximum, found with plain
+    reductions: `tf.argmax` compiles with XLA on CPU to a variadic reduce
+    that took twice as long per step at batch 32. Its log-probability is
+    -log(sum(exp(logits - max))), so no (B, V) log-softmax is written.
+
+    Returns:
+        `(tokens, log_probs)`: int32 (B,) and float32 (B,).
+
+    Example:
+
+    >>> tokens, log_probs = most_likely(tf.math.log([[0.2, 0.5, 0.3]]))
+    >>> tokens.numpy(), np.round(np.exp(log_probs.numpy()), 4)
+    (array([1], dtype=int32), array([0.5], dtype=float32))
+    """
+    logits = tf.cast(logits, tf.float32)
+    vocab_size = tf.shape(logits)[-1]
+    best = tf.reduce_max(logits, axis=-1, keepdims=True)  # (B, 1)
+    indices = tf.where(tf.equal(logits, best), tf.range(vocab_size), vocab_size - 1)
+    tokens = tf.reduce_min(indices, axis=-1)  # (B,); a NaN row gives V - 1
+    log_probs = -tf.math.log(tf.reduce_sum(tf.exp(logits - best), axis=-1))
+    return tokens, log_probs  # (B,), (B,)
+
+
 def greedy_decode(
     next_fn, start_ids, cache, max_length, end_id, pad_id=0, max_lengths=None
 ):
@@ -168,9 +194,7 @@ def greedy_decode(
 
     def greedy_step(index, ids, cache, finished, scores):
         logits, cache = next_fn(ids, cache, index)  # (B, V)
-        log_probs = log_probabilities(logits)  # (B, V)
-        tokens = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # (B,)
-        token_log_probs = tf.gather(log_probs, tokens, batch_dims=1)  # (B,)
+        tokens, token_log_probs = most_likely(logits)  # (B,), (B,)
         tokens = tf.where(finished, pad_id, tokens)
         scores += tf.where(finished, 0.0, token_log_probs)
         ids = write_column(ids, index + 1, tokens)  # (B, L + 1)

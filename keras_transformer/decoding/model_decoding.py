@@ -11,35 +11,47 @@ from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
 
 
-def make_next_fn(model):
+def make_next_fn(model, cache):
     """The step function of `model` for `greedy_decode` and `beam_search`.
+
+    The cache from `model.init_cache` splits in two. The self-attention
+    caches change at every step: they are the loop's state, which beam
+    search tiles and reorders. The cross-attention keys and values and the
+    encoder mask are fixed per source item: `next_fn` captures them, so the
+    loop carries them as constants and beam search never tiles or gathers
+    them (the model folds the beams of an item into its query axis).
 
     Args:
         model: a `keras_transformer.Transformer`.
+        cache: from `model.init_cache`.
 
     Returns:
-        `next_fn(ids, cache, index) -> (logits, cache)`: feeds the one token
-        `ids[:, index]` (B', L + 1) -> (B', 1) to `model.decode_step` at
-        position `index` and returns its float32 logits (B', V) and the
-        updated cache (from `model.init_cache`).
+        `(next_fn, state)`: `next_fn(ids, state, index) -> (logits, state)`
+        feeds the one token `ids[:, index]` (B', L + 1) -> (B', 1) to
+        `model.decode_step` at position `index` and returns its float32
+        logits (B', V) and the updated state; `state` is the initial one.
+        B' is B, or B * K with beam k of item b at row b * K + k.
 
     Example:
 
     >>> import keras_transformer as kt
     >>> model = kt.build_transformer(kt.TransformerConfig.tiny(20, d_model=16))
     >>> outputs, mask = model.encode(np.array([[5, 6, 7]]))
-    >>> cache = model.init_cache(outputs, mask, max_length=4)
-    >>> logits, cache = make_next_fn(model)(np.array([[1, 0, 0, 0, 0]]), cache, 0)
+    >>> next_fn, state = make_next_fn(model, model.init_cache(outputs, mask, 4))
+    >>> logits, state = next_fn(np.array([[1, 0, 0, 0, 0]]), state, 0)
     >>> tuple(logits.shape)
     (1, 20)
     """
+    context = {name: part for name, part in cache.items() if name != "self_attention"}
 
-    def next_fn(ids, cache, index):
+    def next_fn(ids, state, index):
         tokens = tf.gather(ids, [index], axis=1)  # (B', 1)
-        logits, cache = model.decode_step(tokens, cache, index)  # (B', 1, V)
-        return logits[:, 0], cache  # (B', V)
+        logits, cache = model.decode_step(
+            tokens, {**context, "self_attention": state}, index
+        )  # (B', 1, V)
+        return logits[:, 0], cache["self_attention"]  # (B', V)
 
-    return next_fn
+    return next_fn, cache["self_attention"]
 
 
 def decoding_limits(encoder_inputs, extra_length, max_length):
@@ -134,11 +146,12 @@ def decode(
     buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
     encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
     cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
+    next_fn, state = make_next_fn(model, cache)
     start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
     arguments = dict(
-        next_fn=make_next_fn(model),
+        next_fn=next_fn,
         start_ids=start_ids,
-        cache=cache,
+        cache=state,
         max_length=buffer_length,
         end_id=end_id,
         max_lengths=limits,

@@ -3,6 +3,7 @@
 import keras
 
 from keras_transformer.layers.feed_forward import FeedForward
+from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -57,7 +58,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norms = {}
         self.dropouts = {}
         for name in (*self.ATTENTION_NAMES, "feed_forward"):
-            self.layer_norms[name] = keras.layers.LayerNormalization(
+            self.layer_norms[name] = LayerNormalization(
                 epsilon=layer_norm_epsilon,
                 dtype=self.dtype_policy,
                 name=f"{name}_layer_norm",

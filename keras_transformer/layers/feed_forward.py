@@ -1,6 +1,7 @@
 """The position-wise feed-forward network."""
 
 import keras
+from keras import ops
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -78,9 +79,13 @@ class FeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
-        hidden = self.inner_dense(inputs)  # (B, T, d_ff)
+        # Positions flattened into rows: one 2-D matmul per Dense, where a
+        # Dense on (B, T, D) runs a tensordot with a dozen shape ops.
+        flat = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B * T, D)
+        hidden = self.inner_dense(flat)  # (B * T, d_ff)
         hidden = self.dropout_layer(hidden, training=training)
-        return self.output_dense(hidden)  # (B, T, D)
+        outputs = self.output_dense(hidden)  # (B * T, D)
+        return ops.reshape(outputs, ops.shape(inputs))  # (B, T, D)
 
     def get_config(self):
         config = super().get_config()

@@ -8,6 +8,34 @@ from keras import ops
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 
 
+def write_positions(cache, updates, index):
+    """`cache` (B, h, L, d) with `updates` (B, h, T, d) at positions index + t.
+
+    A scatter rather than `ops.slice_update`: on TensorFlow that is
+    `XlaDynamicUpdateSlice`, which outside `jit_compile` runs as an XLA
+    program compiled on demand, slower per decoding step and an op that
+    TensorFlow Serving cannot run without XLA (tensorflow/serving#2217).
+    """
+    batch, heads, length = ops.shape(updates)[:3]
+    rows, head, positions = ops.meshgrid(
+        ops.arange(batch), ops.arange(heads), ops.arange(length) + index, indexing="ij"
+    )  # each (B, h, T)
+    indices = ops.stack([rows, head, positions], axis=-1)  # (B, h, T, 3)
+    return ops.scatter_update(cache, indices, updates)
+
+
+def swap_axes_1_and_2(x):
+    """(B, A, C, d) -> (B, C, A, d), by a reshape when A or C is statically 1.
+
+    Moving an axis of size 1 moves no data, but a transpose would still run
+    a kernel at every decoding step, where the length is 1.
+    """
+    _, a, c, d = x.shape
+    if None not in (a, c) and 1 in (a, c):
+        return ops.reshape(x, (-1, c, a, d))
+    return ops.transpose(x, (0, 2, 1, 3))
+
+
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention, section 3.2 of "Attention Is All You Need".
@@ -19,25 +47,41 @@ class MultiHeadAttention(keras.layers.Layer):
     normalised in float32 whatever the compute dtype, and masked scores are
     filled with a value that is finite in the compute dtype.
 
-    Given the same weights, the output equals `keras.layers.MultiHeadAttention`
-    (see `tests/layers/test_multi_head_attention.py` for the weight mapping).
+    Keys and values come from one fused projection, `key_value`, whose
+    kernel (D_v, h * (key_dim + value_dim)) holds for each head its key
+    columns then its value columns; queries have their own, `query`
+    (D_q, h * key_dim). Self-attention thus costs two matmuls instead of
+    three, and a cross-attention cache one. (A single query/key/value kernel
+    would save one more matmul in self-attention, but cross-attention would
+    then copy the query columns out of it at every decoding step, and the
+    query would need the source's width; measured, it was no faster per
+    decoding step.) Given the same weights, the output equals
+    `keras.layers.MultiHeadAttention` (see
+    `tests/layers/test_multi_head_attention.py` for the weight mapping).
 
-    Incremental decoding uses a cache of shape (B, 2, L, num_heads, key_dim)
-    holding keys (index 0) and values (index 1):
+    Incremental decoding uses a cache of shape
+    (B, num_heads, L, key_dim + value_dim): for each head and position the
+    key, then the value, the layout of the `key_value` projection, so that
+    attention reads the cache without a transpose or a copy:
 
     - self-attention: pass `cache` and `cache_index`; the keys and values of
       the new query tokens are written at `cache_index` and the queries attend
       over the whole cache (combine with `use_causal_mask=True` so positions
       not yet written stay invisible). The updated cache is returned.
     - cross-attention: build the cache once with `compute_cache(value)` and
-      pass it without `cache_index`; keys and values are not recomputed.
+      pass it without `cache_index`; keys and values are not recomputed. The
+      cache may have one row per source item while `query` has K rows per
+      item (beam k of item b at row b * K + k): the K rows then attend
+      together over their item's keys and values (folded into the query
+      axis), so beam search never tiles or reorders the cache. With such a
+      cache only `padding_mask` (B, S) applies.
 
     Args:
         num_heads: number of heads h.
         key_dim: size of each query/key head d_k.
         value_dim: size of each value head d_v; defaults to `key_dim`.
         dropout: dropout rate on the attention probabilities, in [0, 1).
-        use_bias: whether the four projections have biases.
+        use_bias: whether the projections have biases.
         output_dim: width of the output; defaults to the query's width.
         kernel_initializer: initializer of the projection kernels.
         bias_initializer: initializer of the projection biases.
@@ -46,12 +90,12 @@ class MultiHeadAttention(keras.layers.Layer):
     Call arguments:
         query: (B, T, D_q).
         value: (B, S, D_v). Ignored when a cross-attention cache is given.
-        key: (B, S, D_k); defaults to `value`.
+        key: (B, S, D_v); defaults to `value`.
         padding_mask: (B, S), true for real key tokens.
         attention_mask: (B, T, S), true where query t may see key s.
         use_causal_mask: whether query t (at absolute position
             `cache_index + t`) is kept from keys after it.
-        cache: (B, 2, L, num_heads, key_dim) key/value cache.
+        cache: (B, h, L, key_dim + value_dim) key/value cache.
         cache_index: where to write the new keys/values in `cache`.
         return_attention_scores: also return the (B, h, T, S) probabilities.
         training: whether dropout is active.
@@ -110,8 +154,9 @@ class MultiHeadAttention(keras.layers.Layer):
             )
 
         self.query_dense = dense(self.num_heads * self.key_dim, "query")
-        self.key_dense = dense(self.num_heads * self.key_dim, "key")
-        self.value_dense = dense(self.num_heads * self.value_dim, "value")
+        self.key_value_dense = dense(
+            self.num_heads * (self.key_dim + self.value_dim), "key_value"
+        )
         self.output_dense = None  # width known in build()
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
@@ -119,10 +164,13 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape
-        key_shape = value_shape if key_shape is None else key_shape
-        self.query_dense.build(query_shape)
-        self.key_dense.build(key_shape)
-        self.value_dense.build(value_shape)
+        if key_shape is not None and key_shape[-1] != value_shape[-1]:
+            raise ValueError(
+                "key and value share the key_value projection, so they need "
+                f"the same width; got key {key_shape} and value {value_shape}."
+            )
+        self.query_dense.build((None, query_shape[-1]))
+        self.key_value_dense.build((None, value_shape[-1]))
         self.output_dense = keras.layers.Dense(
             self.output_dim or query_shape[-1],
             use_bias=self.use_bias,
@@ -131,19 +179,32 @@ class MultiHeadAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="output",
         )
-        self.output_dense.build((*query_shape[:-1], self.num_heads * self.value_dim))
+        self.output_dense.build((None, self.num_heads * self.value_dim))
         self.built = True
 
-    def _split_heads(self, x, head_dim):
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, length, self.num_heads, head_dim))  # (B, L, H, K)
+    def _project(self, dense, x, head_dim, batch, length):
+        """`dense` on (B', T, D) as one 2-D matmul, split into heads.
+
+        Returns (batch, length, h, head_dim), where batch * length = B' * T:
+        (B', T, ...) itself, or with `batch` = B dividing B', each group of
+        B' / B consecutive rows folded into the length axis.
+        """
+        flat = dense(ops.reshape(x, (-1, x.shape[-1])))  # (B' * T, h * head_dim)
+        return ops.reshape(flat, (batch, length, self.num_heads, head_dim))
 
     def compute_cache(self, value, key=None):
-        """Keys and values of `value` as a (B, 2, S, H, K) cross-attention cache."""
-        key = value if key is None else key
-        keys = self._split_heads(self.key_dense(key), self.key_dim)  # (B, S, H, K)
-        values = self._split_heads(self.value_dense(value), self.value_dim)
-        return ops.stack([keys, values], axis=1)  # (B, 2, S, H, K)
+        """Keys and values of `value` as a (B, h, S, K + V) cross-attention cache."""
+        batch, length = ops.shape(value)[:2]
+        head_dim = self.key_dim + self.value_dim
+        key_values = self._project(
+            self.key_value_dense, value, head_dim, batch, length
+        )  # (B, S, h, K + V)
+        if key is not None and key is not value:
+            keys = self._project(self.key_value_dense, key, head_dim, batch, length)
+            key_values = ops.concatenate(
+                [keys[..., : self.key_dim], key_values[..., self.key_dim :]], axis=-1
+            )
+        return swap_axes_1_and_2(key_values)  # (B, h, S, K + V)
 
     def call(
         self,
@@ -158,29 +219,34 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
+        rows, length = ops.shape(query)[:2]  # B', T
+        batch, groups = rows, 1  # one key/value row per query row
         if cache is not None and cache_index is None:
-            keys, values = cache[:, 0], cache[:, 1]  # precomputed cross-attention
+            key_values = cache  # precomputed cross-attention, (B, h, S, K + V)
+            batch = ops.shape(cache)[0]
+            groups = rows // ops.maximum(batch, 1)  # B' / B query rows per item
         else:
             value = query if value is None else value
-            key = value if key is None else key
-            keys = self._split_heads(self.key_dense(key), self.key_dim)  # (B, S, H, K)
-            values = self._split_heads(self.value_dense(value), self.value_dim)
+            key_values = self.compute_cache(value, key)  # (B, h, T, K + V)
             if cache is not None:
-                start = [0, 0, cache_index, 0, 0]
-                cache = ops.slice_update(
-                    cache, start, ops.stack([keys, values], axis=1)
-                )  # (B, 2, L, H, K)
-                keys, values = cache[:, 0], cache[:, 1]
+                cache = write_positions(cache, key_values, cache_index)
+                key_values = cache  # (B, h, L, K + V)
 
-        queries = self._split_heads(
-            self.query_dense(query), self.key_dim
-        )  # (B, T, H, K)
+        queries = self._project(
+            self.query_dense, query, self.key_dim, batch, groups * length
+        )  # (B, T', h, K), T' = B' / B * T
         queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
-        scores = ops.einsum("bthk,bshk->bhts", queries, keys)  # (B, H, T, S)
+        # Zero value channels make the queries (B, T', h, K + V), so that the
+        # scores read the keys straight from `key_values` (0 * value adds 0).
+        queries = ops.pad(queries, [(0, 0), (0, 0), (0, 0), (0, self.value_dim)])
+        # Both products are single einsum ops whose layouts need no transpose
+        # op; Keras's TensorFlow backend would turn, e.g., "bthk,bhsk->bhts"
+        # into transposes and a matmul.
+        scores = ops.einsum("bhsk,bthk->bhts", key_values, queries)  # (B, h, T', S)
 
         mask = merge_masks(
-            ops.shape(queries)[1],
-            ops.shape(keys)[1],
+            groups * length,
+            ops.shape(key_values)[2],
             padding_mask=padding_mask,
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
@@ -189,15 +255,31 @@ class MultiHeadAttention(keras.layers.Layer):
         scores = ops.cast(scores, "float32")
         if mask is not None:
             scores = ops.where(mask, scores, mask_fill_value(self.compute_dtype))
-        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        # Softmax written out: TensorFlow's CPU softmax kernel (oneDNN) costs
+        # more per call than these elementwise ops at decoding sizes, tens of
+        # microseconds on a busy machine, as every oneDNN kernel does there.
+        # (`initial` lets an empty batch through eagerly.)
+        floor = mask_fill_value("float32")
+        exps = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True, initial=floor))
+        probabilities = exps / ops.sum(exps, axis=-1, keepdims=True)
+        probabilities = ops.cast(probabilities, self.compute_dtype)
         dropped = self.dropout_layer(probabilities, training=training)
 
-        context = ops.einsum("bhts,bshk->bthk", dropped, values)  # (B, T, H, K)
-        batch, length = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (batch, length, self.num_heads * self.value_dim))
-        outputs = [self.output_dense(context)]  # (B, T, D_out)
+        context = ops.einsum(
+            "bhts,bhsk->bthk", dropped, key_values
+        )  # (B, T', h, K + V)
+        context = ops.reshape(
+            context[..., self.key_dim :], (-1, self.num_heads * self.value_dim)
+        )  # (B' * T, h * V)
+        outputs = self.output_dense(context)  # (B' * T, D_out)
+        outputs = [ops.reshape(outputs, (rows, length, outputs.shape[-1]))]
         if return_attention_scores:
-            outputs.append(probabilities)
+            heads, key_length = self.num_heads, ops.shape(key_values)[2]
+            grouped = ops.reshape(
+                probabilities, (batch, heads, groups, length, key_length)
+            )  # (B, h, B' / B, T, S)
+            grouped = ops.transpose(grouped, (0, 2, 1, 3, 4))  # (B, B' / B, h, T, S)
+            outputs.append(ops.reshape(grouped, (rows, heads, length, key_length)))
         if cache is not None and cache_index is not None:
             outputs.append(cache)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

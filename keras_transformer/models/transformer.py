@@ -9,6 +9,7 @@ from keras.src.backend.tensorflow.trainer import _collective_all_reduce_multi_wo
 
 from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
+from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
 from keras_transformer.models.config import TransformerConfig
@@ -93,9 +94,7 @@ class Transformer(keras.Model):
             self.decoder_layer_norm = self._final_layer_norm("decoder_layer_norm")
 
     def _final_layer_norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.config.layer_norm_epsilon, name=name
-        )
+        return LayerNormalization(epsilon=self.config.layer_norm_epsilon, name=name)
 
     def encode(self, encoder_inputs, training=None):
         """Runs the encoder once.
@@ -159,9 +158,14 @@ class Transformer(keras.Model):
         """The decoding state for up to `max_length` target tokens.
 
         Cross-attention keys and values of every decoder layer are computed
-        here, once; self-attention caches start empty. Decoding loops should
-        treat the result as opaque: every leaf has the batch on axis 0, so
-        `tf.nest.map_structure` can gather or tile it (e.g. for beams).
+        here, once, and with shared embeddings so is the pre-softmax kernel
+        (`"output_kernel"`, see `PositionalEmbedding.projection_kernel`);
+        self-attention caches start empty. Only `cache["self_attention"]`
+        changes from step to step, one row per sequence. The cross-attention
+        caches and `"encoder_padding_mask"` have one row per source item
+        and may keep it while the tokens and self-attention caches have K
+        rows per item (beam k of item b at row b * K + k), so beam search
+        need not tile or reorder them (see `MultiHeadAttention`).
 
         Args:
             encoder_outputs: (B, S, d_model) from `encode`.
@@ -174,17 +178,20 @@ class Transformer(keras.Model):
         batch = ops.shape(encoder_outputs)[0]
         head_dim = self.config.d_model // self.config.num_heads
         empty = ops.zeros(
-            (batch, 2, max_length, self.config.num_heads, head_dim),
+            (batch, self.config.num_heads, max_length, 2 * head_dim),
             dtype=self.compute_dtype,
-        )  # (B, 2, L, h, D / h)
-        return {
+        )  # (B, h, L, 2 D / h): keys, then values
+        cache = {
             "self_attention": tuple(empty for _ in self.decoder_blocks),
             "cross_attention": tuple(
                 block.compute_cross_attention_cache(encoder_outputs)
                 for block in self.decoder_blocks
-            ),  # each (B, 2, S, h, D / h)
+            ),  # each (B, h, S, 2 D / h)
             "encoder_padding_mask": encoder_padding_mask,
         }
+        if self.output_projection is None:
+            cache["output_kernel"] = self.target_embedding.projection_kernel()
+        return cache
 
     def decode_step(self, token_ids, cache, index):
         """Decodes `token_ids` at positions `index, index + 1, ...` with a cache.
@@ -193,15 +200,16 @@ class Transformer(keras.Model):
         written into the cache and earlier ones are read back.
 
         Args:
-            token_ids: int (B, t), usually t = 1.
+            token_ids: int (B', t), usually t = 1; B' = B, or B * K with
+                the per-item part of the cache kept at B rows.
             cache: from `init_cache` or a previous `decode_step`.
             index: int or scalar tensor, position of `token_ids[:, 0]`.
 
         Returns:
-            `(logits, cache)`: float32 (B, t, vocab_size) and the updated
+            `(logits, cache)`: float32 (B', t, vocab_size) and the updated
             cache.
         """
-        x = self.target_embedding(token_ids, start_index=index)  # (B, t, D)
+        x = self.target_embedding(token_ids, start_index=index)  # (B', t, D)
         self_attention_caches = []
         for block, self_cache, cross_cache in zip(
             self.decoder_blocks,
@@ -218,13 +226,15 @@ class Transformer(keras.Model):
             )
             self_attention_caches.append(self_cache)
         cache = {**cache, "self_attention": tuple(self_attention_caches)}
-        return self._logits(x), cache
+        return self._logits(x, cache.get("output_kernel")), cache
 
-    def _logits(self, decoder_outputs):
+    def _logits(self, decoder_outputs, output_kernel=None):
         if self.decoder_layer_norm is not None:
             decoder_outputs = self.decoder_layer_norm(decoder_outputs)
         if self.output_projection is None:
-            return self.target_embedding(decoder_outputs, reverse=True)  # (B, T, V)
+            return self.target_embedding(
+                decoder_outputs, reverse=True, projection_kernel=output_kernel
+            )  # (B, T, V)
         return ops.cast(self.output_projection(decoder_outputs), "float32")
 
     # Keras 3's `fit` and `evaluate` fail under MultiWorkerMirroredStrategy

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.decoding import greedy_decode
+from keras_transformer.decoding.greedy import most_likely
 from tests.decoding.tables import (
     END,
     ENDLESS_TABLE,
@@ -79,6 +80,18 @@ def test_traces_once_and_compiles_with_xla():
             np.testing.assert_array_equal(ids, eager_ids)
             np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)
     assert traced.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_most_likely_equals_argmax_and_log_softmax(jit_compile):
+    logits = np.random.default_rng(2).normal(size=(6, 50)).astype("float32") * 5
+    logits[1, [3, 7, 40]] = 30.0  # a tie: the first index wins, as in argmax
+    logits[2] = -np.inf
+    logits[2, 9] = 0.0
+    tokens, log_probs = tf.function(most_likely, jit_compile=jit_compile)(logits)
+    expected = tf.nn.log_softmax(logits)
+    np.testing.assert_array_equal(tokens, np.argmax(logits, axis=-1))
+    np.testing.assert_allclose(log_probs, np.max(expected, axis=-1), atol=1e-6)
 
 
 @pytest.mark.parametrize(

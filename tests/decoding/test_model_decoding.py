@@ -101,10 +101,11 @@ def test_cached_beam_search_equals_an_uncached_step_function(model, end_id):
 
 def test_beam_size_1_without_length_penalty_equals_greedy(model, end_id):
     greedy_ids, greedy_scores = decode(model, SOURCES, end_id=end_id, extra_length=3)
+    next_fn, state = make_next_fn(model, model_cache(model, SOURCES, 9))
     ids, scores = beam_search(
-        make_next_fn(model),
+        next_fn,
         [START] * 3,
-        model_cache(model, SOURCES, 9),
+        state,
         max_length=9,
         end_id=end_id,
         beam_size=1,

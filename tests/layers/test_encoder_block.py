@@ -15,7 +15,7 @@ def test_layer_conventions(tmp_path):
         {"num_heads": 4, "d_ff": 32, "dropout": 0.1, "norm_first": True},
         {"inputs": INPUTS, "padding_mask": PADDING},
         expected_output_shape=(2, 6, 16),
-        expected_num_trainable_weights=16,
+        expected_num_trainable_weights=14,
         tmp_path=tmp_path,
     )
 

@@ -11,22 +11,43 @@ VALUE = RNG.normal(size=(2, 7, 16)).astype("float32")
 PADDING = np.array([[1] * 7, [1, 1, 1, 1, 0, 0, 0]], bool)
 
 
-def paired_layers(num_heads=4, key_dim=4):
-    """Ours and Keras's, with Keras's (randomised) weights copied into ours."""
-    ours = MultiHeadAttention(num_heads, key_dim)
-    reference = keras.layers.MultiHeadAttention(num_heads, key_dim)
+def paired_layers(num_heads=4, key_dim=4, value_dim=None):
+    """Ours and Keras's, with Keras's (randomised) weights copied into ours.
+
+    Keras keeps one (D, h, d) kernel and (h, d) bias per projection. Ours:
+    `query` is Keras's query reshaped to (D, h * K); `key_value` puts each
+    head's key columns before its value columns, (D, h, K + V) flattened;
+    `output` is Keras's (h, V, D) reshaped to (h * V, D).
+    """
+    ours = MultiHeadAttention(num_heads, key_dim, value_dim)
+    reference = keras.layers.MultiHeadAttention(num_heads, key_dim, value_dim)
     ours(QUERY, VALUE)
     reference(QUERY, VALUE)
-    pairs = [
-        (ours.query_dense, reference._query_dense),
-        (ours.key_dense, reference._key_dense),
-        (ours.value_dense, reference._value_dense),
-        (ours.output_dense, reference._output_dense),
-    ]
-    for mine, theirs in pairs:
-        theirs.bias.assign(RNG.normal(size=theirs.bias.shape))
-        mine.kernel.assign(np.reshape(np.array(theirs.kernel), mine.kernel.shape))
-        mine.bias.assign(np.reshape(np.array(theirs.bias), mine.bias.shape))
+    for dense in (reference._query_dense, reference._key_dense, reference._value_dense):
+        dense.bias.assign(RNG.normal(size=dense.bias.shape))
+    reference._output_dense.bias.assign(RNG.normal(size=(QUERY.shape[-1],)))
+
+    def weights(dense):
+        return np.array(dense.kernel), np.array(dense.bias)
+
+    query_kernel, query_bias = weights(reference._query_dense)
+    key_kernel, key_bias = weights(reference._key_dense)
+    value_kernel, value_bias = weights(reference._value_dense)
+    output_kernel, output_bias = weights(reference._output_dense)
+    ours.query_dense.set_weights(
+        [query_kernel.reshape(ours.query_dense.kernel.shape), query_bias.ravel()]
+    )
+    ours.key_value_dense.set_weights(
+        [
+            np.concatenate([key_kernel, value_kernel], axis=-1).reshape(
+                ours.key_value_dense.kernel.shape
+            ),
+            np.concatenate([key_bias, value_bias], axis=-1).ravel(),
+        ]
+    )
+    ours.output_dense.set_weights(
+        [output_kernel.reshape(ours.output_dense.kernel.shape), output_bias]
+    )
     return ours, reference
 
 
@@ -36,17 +57,26 @@ def test_layer_conventions(tmp_path):
         {"num_heads": 4, "key_dim": 4, "dropout": 0.1},
         {"query": QUERY, "value": VALUE, "padding_mask": PADDING},
         expected_output_shape=(2, 5, 16),
-        expected_num_trainable_weights=8,
+        expected_num_trainable_weights=6,
         tmp_path=tmp_path,
     )
 
 
-def test_equals_keras_multi_head_attention():
-    ours, reference = paired_layers()
+@pytest.mark.parametrize("value_dim", [None, 6])
+def test_equals_keras_multi_head_attention(value_dim):
+    ours, reference = paired_layers(value_dim=value_dim)
     expected, expected_scores = reference(QUERY, VALUE, return_attention_scores=True)
     outputs, scores = ours(QUERY, VALUE, return_attention_scores=True)
     np.testing.assert_allclose(outputs, expected, atol=1e-5)
     np.testing.assert_allclose(scores, expected_scores, atol=1e-5)
+
+
+def test_equals_keras_with_a_separate_key():
+    ours, reference = paired_layers()
+    key = RNG.normal(size=VALUE.shape).astype("float32")
+    np.testing.assert_allclose(
+        ours(QUERY, VALUE, key), reference(QUERY, VALUE, key), atol=1e-5
+    )
 
 
 def test_equals_keras_with_padding_and_attention_masks():
@@ -91,7 +121,7 @@ def test_future_keys_do_not_change_past_outputs():
 def test_self_attention_cache_equals_full_causal_pass():
     layer = MultiHeadAttention(4, 4)
     full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
-    cache = np.zeros((2, 2, 8, 4, 4), "float32")  # room for more than 5 tokens
+    cache = np.zeros((2, 4, 8, 8), "float32")  # room for more than 5 tokens
     for t in range(5):
         step = QUERY[:, t : t + 1]
         output, cache = layer(
@@ -104,9 +134,37 @@ def test_cross_attention_cache_equals_direct_call():
     layer = MultiHeadAttention(4, 4)
     direct = layer(QUERY, VALUE, padding_mask=PADDING)
     cache = layer.compute_cache(VALUE)
-    assert tuple(cache.shape) == (2, 2, 7, 4, 4)
+    assert tuple(cache.shape) == (2, 4, 7, 8)
     cached = layer(QUERY, padding_mask=PADDING, cache=cache)
     np.testing.assert_allclose(cached, direct, atol=1e-6)
+
+
+def test_cross_attention_cache_per_item_serves_several_rows_per_item():
+    layer = MultiHeadAttention(4, 4)
+    beams = 3  # rows b * 3 + k, as beam search lays them out
+    queries = RNG.normal(size=(2 * beams, 2, 16)).astype("float32")
+    tiled = np.repeat(VALUE, beams, axis=0)
+    expected, expected_scores = layer(
+        queries,
+        tiled,
+        padding_mask=np.repeat(PADDING, beams, axis=0),
+        return_attention_scores=True,
+    )
+    cache = layer.compute_cache(VALUE)  # (2, ...): one row per item
+    outputs, scores = layer(
+        queries, padding_mask=PADDING, cache=cache, return_attention_scores=True
+    )
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
+
+
+def test_an_empty_batch_keeps_its_shapes():
+    layer = MultiHeadAttention(4, 4)
+    outputs, scores = layer(QUERY[:0], VALUE[:0], return_attention_scores=True)
+    assert (tuple(outputs.shape), tuple(scores.shape)) == ((0, 5, 16), (0, 4, 5, 7))
+    cache = layer.compute_cache(VALUE[:0])
+    assert tuple(cache.shape) == (0, 4, 7, 8)
+    assert tuple(layer(QUERY[:0], cache=cache).shape) == (0, 5, 16)
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])

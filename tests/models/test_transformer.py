@@ -93,6 +93,23 @@ def test_cached_decoding_equals_the_teacher_forced_pass(norm_first):
         np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
 
 
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_cached_decoding_equals_the_teacher_forced_pass_under_a_mixed_policy(policy):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = tiny_model()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    full = logits(model, SOURCE, TARGET)
+    encoder_outputs, encoder_padding_mask = model.encode(SOURCE)
+    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
+    assert cache["self_attention"][0].dtype == policy.removeprefix("mixed_")
+    for t in range(TARGET.shape[1]):
+        step_logits, cache = model.decode_step(TARGET[:, t : t + 1], cache, t)
+        assert step_logits.dtype == "float32"
+        np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=0.05)
+
+
 def test_encode_and_decode_compose_to_the_model():
     model = tiny_model()
     encoder_outputs, mask = model.encode(SOURCE)
