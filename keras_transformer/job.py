@@ -112,11 +112,11 @@ class TranslationJob:
     preset: str = "small"
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
-    learning_rate_scale: float = 0.35
+    learning_rate_scale: float = 0.7
     epochs: int = 8
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
-    average_last: int = 5
+    average_last: int = 2
     precision: str = "float32"
     strategy: str = "default"
     logical_cpus: int = 0
@@ -279,9 +279,10 @@ def run_translation_job(job, log=print):
     validation = validation.apply(
         tf.data.experimental.assert_cardinality(_count(validation))
     )
-    fit_started = time.time()
+    fit_started, fit_cpu_started = time.time(), time.process_time()
     _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, callbacks)
     fit_seconds = time.time() - fit_started
+    fit_cpu_seconds = time.process_time() - fit_cpu_started
     if saver.loss_not_finite:
         raise FloatingPointError(
             f"Training stopped near step {checkpoints.step}: the loss is not finite."
@@ -319,6 +320,7 @@ def run_translation_job(job, log=print):
         "test_sentences": len(test_sources),
         "steps": checkpoints.step,
         "fit_seconds": round(fit_seconds, 1),
+        "fit_cpu_seconds": round(fit_cpu_seconds, 1),  # all threads of the process
         "total_seconds": round(time.time() - started, 1),
         "export_path": export_path,
         "job": dataclasses.asdict(job),

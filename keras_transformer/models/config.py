@@ -97,7 +97,12 @@ class TransformerConfig:
 
     @classmethod
     def small(cls, vocab_size, **overrides):
-        """A CPU-sized model: N=3, d=256, d_ff=1024, h=4."""
+        """A CPU-sized model: N=3, d=256, d_ff=1024, h=4, pre-norm.
+
+        Pre-norm (`norm_first`) trains stably at a higher learning rate; on
+        the Ding corpus with the job's 12-minute budget it reached test BLEU
+        5.7 against 3.0 for post-norm (README).
+        """
         values = dict(
             d_model=256,
             num_heads=4,
@@ -105,6 +110,7 @@ class TransformerConfig:
             num_encoder_layers=3,
             num_decoder_layers=3,
             max_length=128,
+            norm_first=True,
         )
         return cls(vocab_size=vocab_size, **{**values, **overrides})
 
