@@ -34,6 +34,16 @@ def seconds(function, *args):
     return time.perf_counter() - start
 
 
+def add_threads_argument(parser):
+    """Adds `--threads`, the value `set_threads` takes, to an argparse parser."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="TensorFlow intra- and inter-op threads (default: all cores); "
+        "1 is steadier on a machine shared with other work",
+    )
+
+
 def set_threads(threads):
     """Caps TensorFlow's intra- and inter-op threads (None: leave the default).
 

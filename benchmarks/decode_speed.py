@@ -294,12 +294,7 @@ def parse_args(argv=None):
         action="store_true",
         help="also time our decoder exported as a SavedModel and reloaded",
     )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        help="TensorFlow intra- and inter-op threads (default: all cores); "
-        "1 is steadier on a machine shared with other work",
-    )
+    common.add_threads_argument(parser)
     return parser.parse_args(argv)
 
 

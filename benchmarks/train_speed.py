@@ -447,12 +447,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--windows", type=int, help="timed windows per model (5)")
     parser.add_argument("--window-steps", type=int, help="steps per window (5)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        help="TensorFlow intra- and inter-op threads (default: all cores); "
-        "1 is steadier on a machine shared with other work",
-    )
+    common.add_threads_argument(parser)
     return parser.parse_args(argv)
 
 
