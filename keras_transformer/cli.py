@@ -10,6 +10,7 @@ Run `keras-transformer COMMAND --help` for the options.
 import argparse
 import dataclasses
 import json
+import os
 import sys
 
 from keras_transformer.job import PRESETS, TranslationJob
@@ -161,6 +162,7 @@ def _translate(args):
 
 
 def _average_parser(commands):
+    defaults = TranslationJob()
     parser = commands.add_parser(
         "average",
         help="average the last checkpoints of a training run",
@@ -174,15 +176,13 @@ def _average_parser(commands):
     parser.add_argument(
         "--export-dir", default="", help="also export the translator here"
     )
-    parser.add_argument("--export-name", default="translator")
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--export-name", default=defaults.export_name)
+    parser.add_argument("--beam-size", type=int, default=defaults.beam_size)
+    parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.set_defaults(run=_average)
 
 
 def _average(args):
-    import os
-
     from keras_transformer.data import SubwordTokenizer
     from keras_transformer.export import Translator, export_translator
     from keras_transformer.job import averaged_model
