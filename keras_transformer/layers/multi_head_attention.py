@@ -219,39 +219,103 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
+        masks = dict(
+            padding_mask=padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+        )
+        if cache is None:
+            value = query if value is None else value
+            context, probabilities = self._attend_sequence(
+                query, value, key, masks, training
+            )  # (B * T, h * V), (B, h, T, S)
+        else:
+            context, probabilities, cache = self._attend_cache(
+                query, value, key, cache, cache_index, masks, training
+            )  # (B' * T, h * V), (B, h, T', S), (B, h, L, K + V)
         rows, length = ops.shape(query)[:2]  # B', T
-        batch, groups = rows, 1  # one key/value row per query row
-        if cache is not None and cache_index is None:
-            key_values = cache  # precomputed cross-attention, (B, h, S, K + V)
+        outputs = self.output_dense(context)  # (B' * T, D_out)
+        outputs = [ops.reshape(outputs, (rows, length, outputs.shape[-1]))]
+        if return_attention_scores:
+            outputs.append(self._per_query_row(probabilities, rows, length))
+        if cache is not None and cache_index is not None:
+            outputs.append(cache)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _attend_sequence(self, query, value, key, masks, training):
+        """Attention of `query` (B, T, D_q) over the whole `value` (B, S, D_v).
+
+        The path of training and teacher forcing: keys and values are split
+        out of the `key_value` projection and each head's products are
+        batched matmuls over K and V channels (half the multiply-adds of the
+        cached path's layout, which carries the value channels through both).
+
+        Returns the context (B * T, h * V) and the probabilities (B, h, T, S).
+        """
+        batch, length = ops.shape(query)[:2]
+        keys, values = ops.split(
+            self.compute_cache(value, key), [self.key_dim], axis=-1
+        )  # (B, h, S, K), (B, h, S, V)
+        queries = self._project(self.query_dense, query, self.key_dim, batch, length)
+        queries = ops.transpose(queries, (0, 2, 1, 3))  # (B, h, T, K)
+        queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
+        scores = ops.matmul(queries, ops.swapaxes(keys, 2, 3))  # (B, h, T, S)
+        mask = merge_masks(length, ops.shape(keys)[2], **masks)
+        probabilities, dropped = self._softmax(scores, mask, training)
+        context = ops.matmul(dropped, values)  # (B, h, T, V)
+        context = ops.transpose(context, (0, 2, 1, 3))  # (B, T, h, V)
+        return ops.reshape(
+            context, (-1, self.num_heads * self.value_dim)
+        ), probabilities
+
+    def _attend_cache(self, query, value, key, cache, cache_index, masks, training):
+        """Attention of `query` (B', T, D_q) through a key/value `cache`.
+
+        Without `cache_index`, `cache` is a cross-attention cache with one
+        row per item (B' / B query rows each, folded into the query axis);
+        with it, the keys and values of `value` (or `query`) are first written
+        into the self-attention cache at `cache_index`.
+
+        Returns the context (B' * T, h * V), the probabilities
+        (B, h, B' / B * T, L) and the cache.
+        """
+        rows, length = ops.shape(query)[:2]  # B', T
+        if cache_index is None:
             batch = ops.shape(cache)[0]
             groups = rows // ops.maximum(batch, 1)  # B' / B query rows per item
         else:
+            batch, groups = rows, 1
             value = query if value is None else value
-            key_values = self.compute_cache(value, key)  # (B, h, T, K + V)
-            if cache is not None:
-                cache = write_positions(cache, key_values, cache_index)
-                key_values = cache  # (B, h, L, K + V)
-
+            cache = write_positions(
+                cache, self.compute_cache(value, key), cache_index
+            )  # (B, h, L, K + V)
         queries = self._project(
             self.query_dense, query, self.key_dim, batch, groups * length
         )  # (B, T', h, K), T' = B' / B * T
         queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
         # Zero value channels make the queries (B, T', h, K + V), so that the
-        # scores read the keys straight from `key_values` (0 * value adds 0).
+        # scores read the keys straight from the cache (0 * value adds 0):
+        # per decoding step, cheaper than copying the keys out of the cache.
         queries = ops.pad(queries, [(0, 0), (0, 0), (0, 0), (0, self.value_dim)])
         # Both products are single einsum ops whose layouts need no transpose
         # op; Keras's TensorFlow backend would turn, e.g., "bthk,bhsk->bhts"
         # into transposes and a matmul.
-        scores = ops.einsum("bhsk,bthk->bhts", key_values, queries)  # (B, h, T', S)
-
+        scores = ops.einsum("bhsk,bthk->bhts", cache, queries)  # (B, h, T', L)
         mask = merge_masks(
             groups * length,
-            ops.shape(key_values)[2],
-            padding_mask=padding_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
+            ops.shape(cache)[2],
             query_offset=0 if cache_index is None else cache_index,
+            **masks,
         )
+        probabilities, dropped = self._softmax(scores, mask, training)
+        context = ops.einsum("bhts,bhsk->bthk", dropped, cache)  # (B, T', h, K + V)
+        context = ops.reshape(
+            context[..., self.key_dim :], (-1, self.num_heads * self.value_dim)
+        )  # (B' * T, h * V)
+        return context, probabilities, cache
+
+    def _softmax(self, scores, mask, training):
+        """Masked softmax in float32; returns it and its dropped-out copy."""
         scores = ops.cast(scores, "float32")
         if mask is not None:
             scores = ops.where(mask, scores, mask_fill_value(self.compute_dtype))
@@ -263,26 +327,17 @@ class MultiHeadAttention(keras.layers.Layer):
         exps = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True, initial=floor))
         probabilities = exps / ops.sum(exps, axis=-1, keepdims=True)
         probabilities = ops.cast(probabilities, self.compute_dtype)
-        dropped = self.dropout_layer(probabilities, training=training)
+        return probabilities, self.dropout_layer(probabilities, training=training)
 
-        context = ops.einsum(
-            "bhts,bhsk->bthk", dropped, key_values
-        )  # (B, T', h, K + V)
-        context = ops.reshape(
-            context[..., self.key_dim :], (-1, self.num_heads * self.value_dim)
-        )  # (B' * T, h * V)
-        outputs = self.output_dense(context)  # (B' * T, D_out)
-        outputs = [ops.reshape(outputs, (rows, length, outputs.shape[-1]))]
-        if return_attention_scores:
-            heads, key_length = self.num_heads, ops.shape(key_values)[2]
-            grouped = ops.reshape(
-                probabilities, (batch, heads, groups, length, key_length)
-            )  # (B, h, B' / B, T, S)
-            grouped = ops.transpose(grouped, (0, 2, 1, 3, 4))  # (B, B' / B, h, T, S)
-            outputs.append(ops.reshape(grouped, (rows, heads, length, key_length)))
-        if cache is not None and cache_index is not None:
-            outputs.append(cache)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+    def _per_query_row(self, probabilities, rows, length):
+        """(B, h, B' / B * T, S) probabilities as (B', h, T, S)."""
+        batch, heads, _, key_length = ops.shape(probabilities)
+        grouped = ops.reshape(
+            probabilities,
+            (batch, heads, rows // ops.maximum(batch, 1), length, key_length),
+        )  # (B, h, B' / B, T, S)
+        grouped = ops.transpose(grouped, (0, 2, 1, 3, 4))  # (B, B' / B, h, T, S)
+        return ops.reshape(grouped, (rows, heads, length, key_length))
 
     def get_config(self):
         config = super().get_config()
