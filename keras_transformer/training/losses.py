@@ -55,16 +55,14 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")  # (B, T)
         y_pred = ops.cast(y_pred, "float32")  # (B, T, V)
-        if self.from_logits:
-            # log p = z - logsumexp(z), without materialising log p: fewer
-            # passes over the (B, T, V) logits, the costliest tensor here.
-            scores, normaliser = y_pred, ops.logsumexp(y_pred, axis=-1)  # (B, T)
-        else:
-            scores, normaliser = ops.log(ops.clip(y_pred, 1e-7, 1.0)), 0.0
-        true_score = tf.gather(scores, y_true, batch_dims=2)  # (B, T)
-        mean_score = ops.mean(scores, axis=-1)  # (B, T)
         epsilon = self.label_smoothing
-        losses = normaliser - (1.0 - epsilon) * true_score - epsilon * mean_score
+        if self.from_logits:
+            losses = smoothed_cross_entropy(y_pred, y_true, epsilon)  # (B, T)
+        else:
+            log_probabilities = ops.log(ops.clip(y_pred, 1e-7, 1.0))  # (B, T, V)
+            true = ops.take_along_axis(log_probabilities, y_true[..., None], axis=-1)
+            mean = ops.mean(log_probabilities, axis=-1)  # (B, T)
+            losses = -(1.0 - epsilon) * true[..., 0] - epsilon * mean
         if self.ignore_class is None:
             weights = ops.ones_like(losses)
         else:
@@ -79,6 +77,45 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
             "name": self.name,
             "dtype": self.dtype,
         }
+
+
+def smoothed_cross_entropy(logits, labels, epsilon):
+    """Per-token label-smoothed cross-entropy of `logits` (..., V), float32.
+
+    logsumexp(z) - (1 - epsilon) z[label] - epsilon mean(z), with its
+    gradient written out as softmax(z) - target distribution: four passes
+    over the logits instead of the about ten of automatic differentiation,
+    which also turns the gather of the true logit into a scatter over the
+    whole (N, V) gradient. The logits are the largest tensor of a training
+    step, so this is about a tenth of a step's time on a CPU.
+
+    Args:
+        logits: (..., V) float32 logits.
+        labels: (...) int32 labels in [0, V).
+        epsilon: label smoothing.
+
+    Returns:
+        The loss per position, of shape `labels.shape`.
+    """
+    vocab_size = tf.shape(logits)[-1]
+    flat_labels = tf.reshape(labels, (-1,))  # (N,)
+    indices = tf.stack([tf.range(tf.size(flat_labels)), flat_labels], axis=-1)
+
+    @tf.custom_gradient
+    def loss(flat_logits):  # (N, V) -> (N,)
+        true = tf.gather_nd(flat_logits, indices)  # (N,)
+        mean = tf.reduce_mean(flat_logits, axis=-1)  # (N,)
+        normaliser = tf.reduce_logsumexp(flat_logits, axis=-1)  # (N,)
+
+        def gradient(upstream):  # (N,) -> (N, V)
+            uniform = epsilon / tf.cast(vocab_size, tf.float32)
+            grad = (tf.nn.softmax(flat_logits) - uniform) * upstream[:, None]
+            return tf.tensor_scatter_nd_sub(grad, indices, (1.0 - epsilon) * upstream)
+
+        return normaliser - (1.0 - epsilon) * true - epsilon * mean, gradient
+
+    losses = loss(tf.reshape(logits, (-1, vocab_size)))  # (N,)
+    return tf.reshape(losses, tf.shape(labels))
 
 
 def global_sum(value):

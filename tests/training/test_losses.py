@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_transformer import LabelSmoothedCrossEntropy
 
@@ -38,6 +39,33 @@ def test_equals_keras_smoothed_crossentropy_over_real_tokens():
     )(one_hot, LOGITS[mask])
     ours = LabelSmoothedCrossEntropy(0.1)(LABELS, LOGITS)
     np.testing.assert_allclose(float(ours), float(reference), rtol=1e-5)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_gradient_equals_keras_smoothed_crossentropy(epsilon):
+    # Our gradient is written by hand; Keras's comes from autodiff.
+    mask = LABELS != 0
+    one_hot = np.eye(9)[LABELS[mask]]
+    reference = keras.losses.CategoricalCrossentropy(
+        from_logits=True, label_smoothing=epsilon
+    )
+    logits = tf.Variable(LOGITS)
+    with tf.GradientTape(persistent=True) as tape:
+        ours = LabelSmoothedCrossEntropy(epsilon)(LABELS, logits)
+        theirs = reference(one_hot, tf.boolean_mask(logits, mask))
+    np.testing.assert_allclose(
+        tape.gradient(ours, logits), tape.gradient(theirs, logits), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("shape", [(10,), (2, 5), (2, 1, 5)])
+def test_any_label_rank(shape):
+    labels, logits = LABELS.reshape(shape), LOGITS.reshape(shape + (9,))
+    np.testing.assert_allclose(
+        float(LabelSmoothedCrossEntropy(0.1)(labels, logits)),
+        hand_computed(LABELS, LOGITS, 0.1),
+        rtol=1e-5,
+    )
 
 
 def test_padding_positions_are_ignored():
