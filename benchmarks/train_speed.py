@@ -251,7 +251,9 @@ class TutorialTransformer(keras.Model):
         self.decoder = TutorialDecoder(num_layers=config["num_decoder_layers"], **shape)
         self.final_layer = keras.layers.Dense(config["vocab_size"])
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
+        # `training` must be an argument here: without it Keras 3 does not
+        # pass `fit`'s training=True down, and every dropout stays off.
         context = self.encoder(inputs["encoder_inputs"])  # (B, S, D)
         x = self.decoder(inputs["decoder_inputs"], context)  # (B, T, D)
         logits = self.final_layer(x)  # (B, T, V)
