@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
@@ -63,7 +64,7 @@ class TransformerBlock(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name=f"{name}_layer_norm",
             )
-            self.dropouts[name] = keras.layers.Dropout(
+            self.dropouts[name] = Dropout(
                 dropout, dtype=self.dtype_policy, name=f"{name}_dropout"
             )
             self._track_for_checkpoints(self.layer_norms[name])

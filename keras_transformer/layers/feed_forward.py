@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_transformer.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class FeedForward(keras.layers.Layer):
@@ -61,7 +63,7 @@ class FeedForward(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="inner",
         )
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             dropout, dtype=self.dtype_policy, name="inner_dropout"
         )
         self.output_dense = None  # width known in build()

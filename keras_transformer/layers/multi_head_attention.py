@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 
 
@@ -158,7 +159,7 @@ class MultiHeadAttention(keras.layers.Layer):
             self.num_heads * (self.key_dim + self.value_dim), "key_value"
         )
         self.output_dense = None  # width known in build()
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 
@@ -307,25 +308,33 @@ class MultiHeadAttention(keras.layers.Layer):
             query_offset=0 if cache_index is None else cache_index,
             **masks,
         )
-        probabilities, dropped = self._softmax(scores, mask, training)
+        probabilities, dropped = self._softmax(scores, mask, training, decoding=True)
         context = ops.einsum("bhts,bhsk->bthk", dropped, cache)  # (B, T', h, K + V)
         context = ops.reshape(
             context[..., self.key_dim :], (-1, self.num_heads * self.value_dim)
         )  # (B' * T, h * V)
         return context, probabilities, cache
 
-    def _softmax(self, scores, mask, training):
-        """Masked softmax in float32; returns it and its dropped-out copy."""
+    def _softmax(self, scores, mask, training, decoding=False):
+        """Masked softmax in float32; returns it and its dropped-out copy.
+
+        With `decoding`, the softmax is written out as elementwise ops:
+        TensorFlow's CPU softmax kernel (oneDNN) costs more per call than
+        they do at decoding sizes, tens of microseconds on a busy machine, as
+        every oneDNN kernel does there. At training sizes the kernel is
+        faster, and so is its gradient.
+        """
         scores = ops.cast(scores, "float32")
         if mask is not None:
             scores = ops.where(mask, scores, mask_fill_value(self.compute_dtype))
-        # Softmax written out: TensorFlow's CPU softmax kernel (oneDNN) costs
-        # more per call than these elementwise ops at decoding sizes, tens of
-        # microseconds on a busy machine, as every oneDNN kernel does there.
-        # (`initial` lets an empty batch through eagerly.)
-        floor = mask_fill_value("float32")
-        exps = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True, initial=floor))
-        probabilities = exps / ops.sum(exps, axis=-1, keepdims=True)
+        if decoding:
+            # `initial` lets an empty batch through eagerly.
+            floor = mask_fill_value("float32")
+            shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=floor)
+            exps = ops.exp(shifted)
+            probabilities = exps / ops.sum(exps, axis=-1, keepdims=True)
+        else:
+            probabilities = ops.softmax(scores, axis=-1)
         probabilities = ops.cast(probabilities, self.compute_dtype)
         return probabilities, self.dropout_layer(probabilities, training=training)
 
