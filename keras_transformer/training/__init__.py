@@ -9,6 +9,7 @@ from keras_transformer.training.distribution import (
     read_tf_config,
     worker_directory,
 )
+from keras_transformer.training.fused_adam import FusedAdam
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.schedules import (
@@ -18,6 +19,7 @@ from keras_transformer.training.schedules import (
 
 __all__ = [
     "STRATEGIES",
+    "FusedAdam",
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",
     "TransformerSchedule",

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_transformer.training.fused_adam import FusedAdam
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -64,7 +66,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
 def transformer_optimizer(
     d_model, warmup_steps=4000, scale=1.0, gradient_accumulation_steps=None, **kwargs
 ):
-    """Adam with beta_1=0.9, beta_2=0.98, epsilon=1e-9 and the warm-up schedule.
+    """`FusedAdam` with beta_1=0.9, beta_2=0.98, epsilon=1e-9 and the warm-up schedule.
 
     Gradient accumulation is Keras's own (`gradient_accumulation_steps` of
     every Keras optimizer): the mean gradient of k micro-batches makes one
@@ -95,7 +97,7 @@ def transformer_optimizer(
         )
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
     schedule = TransformerSchedule(d_model, warmup_steps, scale, accumulation)
-    return keras.optimizers.Adam(
+    return FusedAdam(
         learning_rate=schedule,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
         **settings,
