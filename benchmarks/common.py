@@ -62,10 +62,27 @@ def environment(threads=None):
         "keras": keras.__version__,
         "keras_hub": keras_hub.__version__,
         "machine": platform.machine(),
+        "cpu": cpu_description(),
         "cpu_count": os.cpu_count(),
         "threads": threads or "default",
         "load_average_1m": round(os.getloadavg()[0], 2),
         "devices": [device.device_type for device in tf.config.list_logical_devices()],
+    }
+
+
+def cpu_description():
+    """The CPU's model name and its matmul-relevant instruction sets (Linux)."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            fields = [line.split(":", 1) for line in file if ":" in line]
+        fields = {key.strip(): value.strip() for key, value in fields}  # last CPU's
+    except OSError:
+        return platform.processor() or None
+    flags = set(fields.get("flags", "").split())
+    wanted = ("avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile")
+    return {
+        "model": fields.get("model name"),
+        "flags": [flag for flag in wanted if flag in flags],
     }
 
 
