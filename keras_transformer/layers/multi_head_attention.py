@@ -60,7 +60,9 @@ class MultiHeadAttention(keras.layers.Layer):
     `keras.layers.MultiHeadAttention` (see
     `tests/layers/test_multi_head_attention.py` for the weight mapping).
 
-    Incremental decoding uses a cache of shape
+    Without a cache (training, teacher forcing), keys and values are split
+    apart and each head's products are batched matmuls. Incremental
+    decoding uses a cache of shape
     (B, num_heads, L, key_dim + value_dim): for each head and position the
     key, then the value, the layout of the `key_value` projection, so that
     attention reads the cache without a transpose or a copy:
