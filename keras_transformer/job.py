@@ -113,7 +113,7 @@ class TranslationJob:
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
     learning_rate_scale: float = 0.7
-    epochs: int = 8
+    epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
     average_last: int = 2

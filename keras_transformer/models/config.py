@@ -100,8 +100,8 @@ class TransformerConfig:
         """A CPU-sized model: N=3, d=256, d_ff=1024, h=4, pre-norm.
 
         Pre-norm (`norm_first`) trains stably at a higher learning rate; on
-        the Ding corpus with the job's 12-minute budget it reached test BLEU
-        5.7 against 3.0 for post-norm (README).
+        the Ding corpus, 8 epochs of the job reached test BLEU 5.7 against
+        3.0 for post-norm (README).
         """
         values = dict(
             d_model=256,
