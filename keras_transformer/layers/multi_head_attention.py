@@ -3,6 +3,7 @@
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_transformer.layers.dropout import Dropout
@@ -335,8 +336,8 @@ class MultiHeadAttention(keras.layers.Layer):
             shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=floor)
             exps = ops.exp(shifted)
             probabilities = exps / ops.sum(exps, axis=-1, keepdims=True)
-        else:
-            probabilities = ops.softmax(scores, axis=-1)
+        else:  # (`ops.softmax` would warn about a single key, e.g. one token)
+            probabilities = tf.nn.softmax(scores, axis=-1)
         probabilities = ops.cast(probabilities, self.compute_dtype)
         return probabilities, self.dropout_layer(probabilities, training=training)
 
