@@ -46,7 +46,10 @@ def train_reversal_translator():
         tokenizer.vocab_size,
         d_model=64,
         d_ff=128,
-        dropout=0.0,
+        # Without dropout, held-out greedy accuracy swung between 0.36 and 1.0
+        # with float rounding changes alone (training accuracy near 1.0 in
+        # each); with 0.1 it was 0.99 for two seeds.
+        dropout=0.1,
         max_length=MAX_LENGTH,
         warmup_steps=200,
     )
