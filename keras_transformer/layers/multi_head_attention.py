@@ -196,6 +196,11 @@ class MultiHeadAttention(keras.layers.Layer):
         flat = dense(ops.reshape(x, (-1, x.shape[-1])))  # (B' * T, h * head_dim)
         return ops.reshape(flat, (batch, length, self.num_heads, head_dim))
 
+    def _scaled_queries(self, query, batch, length):
+        """Queries of `query` divided by sqrt(key_dim): (batch, length, h, K)."""
+        queries = self._project(self.query_dense, query, self.key_dim, batch, length)
+        return queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
+
     def compute_cache(self, value, key=None):
         """Keys and values of `value` as a (B, h, S, K + V) cross-attention cache."""
         batch, length = ops.shape(value)[:2]
@@ -260,9 +265,8 @@ class MultiHeadAttention(keras.layers.Layer):
         keys, values = ops.split(
             self.compute_cache(value, key), [self.key_dim], axis=-1
         )  # (B, h, S, K), (B, h, S, V)
-        queries = self._project(self.query_dense, query, self.key_dim, batch, length)
+        queries = self._scaled_queries(query, batch, length)  # (B, T, h, K)
         queries = ops.transpose(queries, (0, 2, 1, 3))  # (B, h, T, K)
-        queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
         scores = ops.matmul(queries, ops.swapaxes(keys, 2, 3))  # (B, h, T, S)
         mask = merge_masks(length, ops.shape(keys)[2], **masks)
         probabilities, dropped = self._softmax(scores, mask, training)
@@ -293,10 +297,9 @@ class MultiHeadAttention(keras.layers.Layer):
             cache = write_positions(
                 cache, self.compute_cache(value, key), cache_index
             )  # (B, h, L, K + V)
-        queries = self._project(
-            self.query_dense, query, self.key_dim, batch, groups * length
+        queries = self._scaled_queries(
+            query, batch, groups * length
         )  # (B, T', h, K), T' = B' / B * T
-        queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
         # Zero value channels make the queries (B, T', h, K + V), so that the
         # scores read the keys straight from the cache (0 * value adds 0):
         # per decoding step, cheaper than copying the keys out of the cache.
