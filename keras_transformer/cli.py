@@ -47,10 +47,23 @@ def _train_parser(commands):
         default=defaults.extra_train_split,
         help='TFDS split added to training only ("" for none)',
     )
+    data.add_argument(
+        "--extra-train-fraction",
+        type=float,
+        default=defaults.extra_train_fraction,
+        help="share of training examples drawn from --extra-train-split "
+        "(default: all of it, once per pass)",
+    )
     data.add_argument("--data-dir", default=None, help="TFDS data folder")
     data.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
     data.add_argument("--max-length", type=int, default=defaults.max_length)
     data.add_argument("--tokens-per-batch", type=int, default=defaults.tokens_per_batch)
+    data.add_argument(
+        "--sampling-alpha",
+        type=float,
+        default=defaults.sampling_alpha,
+        help="train on sampled subword segmentations (subword regularisation)",
+    )
     data.add_argument(
         "--gradient-accumulation",
         type=int,

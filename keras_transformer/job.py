@@ -28,6 +28,7 @@ from keras_transformer.data import (
     load_text_corpus,
     load_translation_corpus,
     make_dataset,
+    mix_pairs,
     train_tokenizer,
 )
 from keras_transformer.evaluation import BleuCallback, corpus_scores
@@ -61,12 +62,17 @@ class TranslationJob:
         train_files: for corpus "files": (source file, target file) with one
             sentence per line, or (TSV file,).
         extra_train_split: a TFDS split added to the training data only,
-            e.g. Ding's "phrases" (which lowered validation BLEU in our
-            short runs); "" for none.
+            e.g. Ding's "phrases"; "" for none.
+        extra_train_fraction: the share of training examples drawn from
+            `extra_train_split` (see `mix_pairs`); None: all of it, once
+            per pass, like TFDS's "train+phrases".
         data_dir: TFDS data folder (TFDS's default when None).
         vocab_size: size of the shared SentencePiece vocabulary.
         max_length: the most tokens in a source and in a target.
         tokens_per_batch: the token budget of a batch.
+        sampling_alpha: train on sampled subword segmentations, a new one on
+            every pass (subword regularisation; see
+            `SubwordTokenizer.sampling`); None for the most likely one.
         gradient_accumulation: batches whose mean gradient makes one update
             (Keras's `gradient_accumulation_steps`): an effective batch of
             `gradient_accumulation * tokens_per_batch` tokens, e.g. the
@@ -104,10 +110,12 @@ class TranslationJob:
     target_language: str | None = "en"
     train_files: tuple = ()
     extra_train_split: str = ""
+    extra_train_fraction: float | None = None
     data_dir: str | None = None
     vocab_size: int = 8000
     max_length: int = 64
     tokens_per_batch: int = 2048
+    sampling_alpha: float | None = None
     gradient_accumulation: int = 1
     preset: str = "small"
     model: dict = dataclasses.field(default_factory=dict)
@@ -148,6 +156,16 @@ class TranslationJob:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.extra_train_fraction is not None:
+            if not self.extra_train_split:
+                raise ValueError("extra_train_fraction needs an extra_train_split.")
+            if not 0.0 < self.extra_train_fraction < 1.0:
+                raise ValueError(
+                    "extra_train_fraction must be in (0, 1), "
+                    f"got {self.extra_train_fraction}."
+                )
+        if self.sampling_alpha is not None and not self.sampling_alpha > 0:
+            raise ValueError(f"sampling_alpha must be > 0, got {self.sampling_alpha}.")
 
     def model_config(self, vocab_size):
         values = {
@@ -164,15 +182,21 @@ def load_splits(job):
         return load_text_corpus(
             *job.train_files, validation_fraction=0.05, test_fraction=0.05
         )
-    train = "train" + (f"+{job.extra_train_split}" if job.extra_train_split else "")
+    extra = job.extra_train_split
+    mixed = bool(extra) and job.extra_train_fraction is not None
+    train = f"train+{extra}" if extra and not mixed else "train"
     splits = load_translation_corpus(
         job.corpus,
         job.source_language,
         job.target_language,
-        splits=(train, "validation", "test"),
+        splits=(train, "validation", "test") + ((extra,) if mixed else ()),
         data_dir=job.data_dir,
         download=job.corpus != "ding",
     )
+    if mixed:
+        splits[train] = mix_pairs(
+            splits[train], splits[extra], job.extra_train_fraction, job.seed
+        )
     return {
         "train": splits[train],
         "validation": splits["validation"],
@@ -274,7 +298,9 @@ def run_translation_job(job, log=print):
         ),
         keras.callbacks.TensorBoard(os.path.join(job.output_dir, "logs")),
     ]
-    stream = batches(splits["train"], repeat=True, seed=job.seed)
+    stream = batches(
+        splits["train"], repeat=True, seed=job.seed, sampling_alpha=job.sampling_alpha
+    )
     validation = batches(splits["validation"], shuffle_buffer=0)
     validation = validation.apply(
         tf.data.experimental.assert_cardinality(_count(validation))

@@ -68,6 +68,12 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, strategy="tpu")
     with pytest.raises(ValueError, match="logical_cpus=2 needs strategy 'mirrored'"):
         tiny_job(tmp_path, logical_cpus=2)
+    with pytest.raises(ValueError, match="needs an extra_train_split"):
+        tiny_job(tmp_path, extra_train_fraction=0.2)
+    with pytest.raises(ValueError, match="extra_train_fraction must be in"):
+        tiny_job(tmp_path, extra_train_split="phrases", extra_train_fraction=1.0)
+    with pytest.raises(ValueError, match="sampling_alpha"):
+        tiny_job(tmp_path, sampling_alpha=0.0)
 
 
 def test_cli_help_lists_the_commands(capsys):

@@ -24,7 +24,7 @@ from keras_transformer.data.ding import (
     parse_phrases,
     source_key,
 )
-from keras_transformer.data.pipeline import make_dataset, model_example
+from keras_transformer.data.pipeline import make_dataset, mix_pairs, model_example
 from keras_transformer.data.tfds_ding import DingDeEn
 from keras_transformer.data.tokenizer import SubwordTokenizer, train_tokenizer
 
@@ -39,6 +39,7 @@ __all__ = [
     "load_text_corpus",
     "load_translation_corpus",
     "make_dataset",
+    "mix_pairs",
     "model_example",
     "pairs_to_dataset",
     "parse_line",

@@ -33,6 +33,48 @@ def model_example(source_ids, target_ids, max_length):
     return inputs, target[1:]
 
 
+def mix_pairs(pairs, extra_pairs, extra_fraction, seed=None):
+    """One pass over `pairs` with a share of `extra_pairs` drawn in at random.
+
+    Each element comes from `extra_pairs` with probability `extra_fraction`
+    and from `pairs` otherwise, until `pairs` runs out: about
+    `len(pairs) / (1 - extra_fraction)` elements, every one of `pairs` once.
+    The extra pairs are reshuffled (and repeated, if they run out) on every
+    pass, so each pass draws a different sample of them. Use it to add a
+    large, lower-quality corpus (such as Ding's dictionary phrases) without
+    letting it crowd out the main one.
+
+    Args:
+        pairs: a finite `tf.data.Dataset` of (source, target) strings.
+        extra_pairs: a finite dataset of the same structure.
+        extra_fraction: the expected share of extra pairs, in (0, 1).
+        seed: seed of the extra pairs' order and of the draws.
+
+    Returns:
+        A finite `tf.data.Dataset` of (source, target) strings.
+
+    Example:
+
+    >>> from keras_transformer.data import pairs_to_dataset
+    >>> main = pairs_to_dataset([("Ja.", "Yes.")] * 90)
+    >>> extra = pairs_to_dataset([("nein", "no")] * 500)
+    >>> mixed = list(mix_pairs(main, extra, 0.25, seed=0).as_numpy_iterator())
+    >>> sum(source == b"Ja." for source, _ in mixed), 20 < len(mixed) - 90 < 45
+    (90, True)
+    """
+    if not 0.0 < extra_fraction < 1.0:
+        raise ValueError(f"extra_fraction must be in (0, 1), got {extra_fraction}.")
+    size = int(extra_pairs.cardinality())
+    buffer = size if size > 0 else 100_000
+    extra_pairs = extra_pairs.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    return tf.data.Dataset.sample_from_datasets(
+        [pairs, extra_pairs.repeat()],
+        weights=[1.0 - extra_fraction, extra_fraction],
+        seed=seed,
+        stop_on_empty_dataset=True,
+    )
+
+
 def make_dataset(
     pairs,
     tokenizer,
@@ -43,6 +85,7 @@ def make_dataset(
     repeat=False,
     drop_long=False,
     batch_multiple=1,
+    sampling_alpha=None,
 ):
     """Batches of `({"encoder_inputs", "decoder_inputs"}, labels)` for `fit`.
 
@@ -86,6 +129,9 @@ def make_dataset(
             of this (at least `batch_multiple` pairs, which can exceed a
             budget that holds fewer of the longest pairs); the number of
             replicas under a strategy.
+        sampling_alpha: tokenize with sampled segmentations
+            (`tokenizer.sampling(sampling_alpha)`, subword regularisation),
+            a new sample on every pass; None for the most likely one.
 
     Returns:
         A `tf.data.Dataset` of padded int32 batches.
@@ -102,6 +148,8 @@ def make_dataset(
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         pairs = pairs.repeat()
+    if sampling_alpha is not None:
+        tokenizer = tokenizer.sampling(sampling_alpha)
     tokenized = pairs.batch(256).map(
         lambda source, target: (tokenizer.tokenize(source), tokenizer.tokenize(target)),
         num_parallel_calls=tf.data.AUTOTUNE,

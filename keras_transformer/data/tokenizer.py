@@ -92,6 +92,9 @@ class SubwordTokenizer(tf.Module):
 
     Args:
         model: the serialized SentencePiece model (bytes).
+        sampling_alpha: None (the default) for the most likely
+            segmentation; a float > 0 to sample a segmentation for every
+            tokenization instead (see `sampling`).
 
     Attributes:
         vocab_size: number of ids.
@@ -100,10 +103,17 @@ class SubwordTokenizer(tf.Module):
 
     pad_id, start_id, end_id, unknown_id = PAD_ID, START_ID, END_ID, UNKNOWN_ID
 
-    def __init__(self, model):
+    def __init__(self, model, sampling_alpha=None):
         super().__init__(name="subword_tokenizer")
+        if sampling_alpha is not None and not sampling_alpha > 0:
+            raise ValueError(f"sampling_alpha must be > 0, got {sampling_alpha}.")
         self.model = bytes(model)
-        self._tokenizer = tf_text.SentencepieceTokenizer(model=self.model)
+        self.sampling_alpha = sampling_alpha
+        self._tokenizer = tf_text.SentencepieceTokenizer(
+            model=self.model,
+            nbest_size=0 if sampling_alpha is None else -1,
+            alpha=1.0 if sampling_alpha is None else float(sampling_alpha),
+        )
         self.vocab_size = int(self._tokenizer.vocab_size())
         if self._tokenizer.id_to_string(PAD_ID).numpy() != b"<pad>":
             raise ValueError(
@@ -118,6 +128,29 @@ class SubwordTokenizer(tf.Module):
             raise FileNotFoundError(f"No tokenizer model at {path}.")
         with open(path, "rb") as file:
             return cls(file.read())
+
+    def sampling(self, alpha):
+        """The same vocabulary, sampling segmentations: subword regularisation.
+
+        Each call to `tokenize` draws a segmentation of every sentence from
+        the unigram model's distribution over all segmentations, sharpened
+        by `alpha` (Kudo, 2018); for a BPE model `alpha` is the BPE-dropout
+        probability. Training on sampled segmentations is a data
+        augmentation for small corpora. Smaller `alpha` gives more, shorter
+        pieces; at alpha 0.3 the Ding sentences get about a fifth more
+        pieces than the most likely segmentation. The samples come from
+        SentencePiece's own random generator, which TensorFlow's seeds do
+        not control.
+
+        Example:
+
+        >>> tokenizer = train_tokenizer(["Guten Morgen!", "Good morning!"] * 40,
+        ...                             vocab_size=40, byte_fallback=False)
+        >>> sampler = tokenizer.sampling(0.1)
+        >>> tokenizer.detokenize(sampler.tokenize(["Good morning!"])).numpy()
+        array([b'Good morning!'], dtype=object)
+        """
+        return SubwordTokenizer(self.model, sampling_alpha=alpha)
 
     def save(self, path):
         """Writes the SentencePiece model file (the vocabulary) to `path`."""

@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_transformer.data import (
     load_ding_pairs,
     make_dataset,
+    mix_pairs,
     pairs_to_dataset,
     train_tokenizer,
 )
@@ -113,3 +114,55 @@ def test_batch_multiple_can_exceed_a_budget_of_one_long_pair(setting):
 def test_budget_smaller_than_a_sequence_is_rejected(setting):
     with pytest.raises(ValueError, match="tokens_per_batch=8"):
         batches(setting, max_length=16, tokens_per_batch=8)
+
+
+def test_sampled_segmentations_detokenize_to_the_pairs(setting):
+    pairs, tokenizer = setting
+    pairs = pairs[:200]
+    seen = {}
+    for _ in range(2):
+        dataset = make_dataset(
+            pairs_to_dataset(pairs),
+            tokenizer,
+            max_length=512,  # no truncation
+            shuffle_buffer=0,
+            sampling_alpha=0.2,
+        )
+        for inputs, labels in dataset:
+            sources = tokenizer.detokenize(inputs["encoder_inputs"]).numpy()
+            targets = tokenizer.detokenize(labels).numpy()
+            for source, target, ids in zip(
+                sources, targets, labels.numpy(), strict=True
+            ):
+                assert (source.decode(), target.decode()) in pairs
+                seen.setdefault(target, set()).add(tuple(ids[ids != 0]))
+    assert any(len(segmentations) > 1 for segmentations in seen.values())
+
+
+def test_mix_pairs_keeps_every_main_pair_once_and_draws_the_extra_share():
+    main = [(f"satz {i}", f"sentence {i}") for i in range(2000)]
+    extra = [(f"wort {i}", f"word {i}") for i in range(300)]
+
+    def mixed():
+        return mix_pairs(pairs_to_dataset(main), pairs_to_dataset(extra), 0.2, seed=1)
+
+    def as_list(dataset):
+        return [(s.decode(), t.decode()) for s, t in dataset.as_numpy_iterator()]
+
+    dataset = mixed()
+    passes = [as_list(dataset), as_list(dataset)]
+    for pairs in passes:
+        assert [pair for pair in pairs if pair[0].startswith("satz")] == main
+        drawn = [pair for pair in pairs if pair[0].startswith("wort")]
+        assert set(drawn) <= set(extra)
+        assert 0.17 < len(drawn) / len(pairs) < 0.23
+        assert len(set(drawn)) == 300  # the extra pairs repeat when they run out
+    assert passes[0] != passes[1]  # a new sample of extra pairs on every pass
+    assert as_list(mixed()) == passes[0]  # the same seed, the same stream
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, -0.1])
+def test_mix_pairs_rejects_fractions_outside_zero_one(fraction):
+    pairs = pairs_to_dataset([("a", "b")])
+    with pytest.raises(ValueError, match="extra_fraction"):
+        mix_pairs(pairs, pairs, fraction)

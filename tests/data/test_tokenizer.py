@@ -86,3 +86,32 @@ def test_too_small_a_vocabulary_is_a_value_error():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         train_tokenizer(["a b c"], **{"vocab_size": 100, **kwargs})
+
+
+def test_sampling_draws_different_segmentations_of_the_same_text(tokenizer):
+    texts = [text for pair in load_ding_pairs()["test"][:200] for text in pair]
+    sampler = tokenizer.sampling(0.3)
+    first, second = sampler.tokenize(texts), sampler.tokenize(texts)
+    most_likely = tokenizer.tokenize(texts)
+    assert [t.decode() for t in tokenizer.detokenize(first).numpy()] == texts
+    assert first.to_list() != second.to_list()
+    assert first.to_list() != most_likely.to_list()
+    # the most likely segmentation is the shortest on average
+    assert np.mean(first.row_lengths()) > np.mean(most_likely.row_lengths())
+    assert tokenizer.sampling_alpha is None and sampler.sampling_alpha == 0.3
+
+
+def test_sharper_sampling_stays_closer_to_the_most_likely_segmentation(tokenizer):
+    texts = [text for pair in load_ding_pairs()["test"][:200] for text in pair]
+    lengths = [
+        np.mean(tokenizer.sampling(alpha).tokenize(texts).row_lengths())
+        for alpha in (0.1, 1.0)
+    ]
+    most_likely = np.mean(tokenizer.tokenize(texts).row_lengths())
+    assert lengths[0] > lengths[1] >= most_likely
+
+
+@pytest.mark.parametrize("alpha", [0, -0.5])
+def test_sampling_alpha_must_be_positive(tokenizer, alpha):
+    with pytest.raises(ValueError, match="sampling_alpha"):
+        tokenizer.sampling(alpha)
