@@ -124,7 +124,7 @@ class TranslationJob:
     epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
-    average_last: int = 2
+    average_last: int = 5
     precision: str = "float32"
     strategy: str = "default"
     logical_cpus: int = 0
