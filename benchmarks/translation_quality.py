@@ -175,6 +175,7 @@ def ours(output_dir, **overrides):
         "fit_seconds",
         "fit_cpu_seconds",
         "total_seconds",
+        "history",
     )
     return {key: results[key] for key in keep}
 

@@ -306,7 +306,9 @@ def run_translation_job(job, log=print):
         tf.data.experimental.assert_cardinality(_count(validation))
     )
     fit_started, fit_cpu_started = time.time(), time.process_time()
-    _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, callbacks)
+    history = _fit_from(
+        model, stream, validation, step, total_steps, steps_per_epoch, callbacks
+    )
     fit_seconds = time.time() - fit_started
     fit_cpu_seconds = time.process_time() - fit_cpu_started
     if saver.loss_not_finite:
@@ -347,6 +349,7 @@ def run_translation_job(job, log=print):
         "steps": checkpoints.step,
         "fit_seconds": round(fit_seconds, 1),
         "fit_cpu_seconds": round(fit_cpu_seconds, 1),  # all threads of the process
+        "history": history,  # this run's epochs (not those before a resume)
         "total_seconds": round(time.time() - started, 1),
         "export_path": export_path,
         "job": dataclasses.asdict(job),
@@ -408,6 +411,10 @@ def _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, cal
     Keras epochs always start at a step that is a multiple of
     `steps_per_epoch`; after a resume mid-epoch, a first `fit` finishes the
     interrupted epoch with the remaining steps.
+
+    Returns:
+        {epoch number (from 1): {metric: value}}: the logs of the epochs
+        this call trained (loss, accuracy, validation loss and BLEU).
     """
     epochs = math.ceil(total_steps / steps_per_epoch)
     epoch, offset = divmod(step, steps_per_epoch)
@@ -417,8 +424,9 @@ def _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, cal
         epoch += 1
     if epoch < epochs:
         segments.append((epoch, epochs, steps_per_epoch))
+    history = {}
     for first_epoch, end_epoch, steps in segments:
-        model.fit(
+        logs = model.fit(
             stream.skip(step),
             validation_data=validation,
             initial_epoch=first_epoch,
@@ -427,6 +435,12 @@ def _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, cal
             callbacks=callbacks,
             verbose=1 if sys.stdout.isatty() else 2,
         )
+        for index, epoch in enumerate(logs.epoch):
+            history[epoch + 1] = {
+                name: round(float(values[index]), 4)
+                for name, values in logs.history.items()
+            }
         if model.stop_training:
             break
         step = end_epoch * steps_per_epoch
+    return history

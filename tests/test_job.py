@@ -38,6 +38,8 @@ def tiny_job(tmp_path, **overrides):
 def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     results = run_translation_job(tiny_job(tmp_path), log=lambda *_: None)
     assert results["steps"] == 6
+    assert list(results["history"]) == [1]
+    assert {"loss", "val_loss", "val_bleu"} <= set(results["history"][1])
     assert results["test_sentences"] == 16
     assert 0.0 <= results["bleu"] <= 100.0 and "tok:13a" in results["bleu_signature"]
     assert results["export_path"].endswith("saved_models/translator/1")
@@ -54,6 +56,7 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
 
     resumed = run_translation_job(tiny_job(tmp_path, epochs=2), log=lambda *_: None)
     assert resumed["steps"] == 12  # continued from step 6, not from 0
+    assert list(resumed["history"]) == [2]
     assert resumed["export_path"].endswith("saved_models/translator/2")
 
 
