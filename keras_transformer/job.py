@@ -73,6 +73,10 @@ class TranslationJob:
         sampling_alpha: train on sampled subword segmentations, a new one on
             every pass (subword regularisation; see
             `SubwordTokenizer.sampling`); None for the most likely one.
+            SentencePiece draws the samples with its own random generator,
+            so after a resume the batches (their segmentations, and so which
+            length bucket a pair falls in) differ from an uninterrupted
+            run's.
         gradient_accumulation: batches whose mean gradient makes one update
             (Keras's `gradient_accumulation_steps`): an effective batch of
             `gradient_accumulation * tokens_per_batch` tokens, e.g. the
