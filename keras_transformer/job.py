@@ -31,6 +31,8 @@ from keras_transformer.data import (
     mix_pairs,
     train_tokenizer,
 )
+from keras_transformer.data.pipeline import check_fraction
+from keras_transformer.data.tokenizer import check_sampling_alpha
 from keras_transformer.evaluation import BleuCallback, corpus_scores
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.models import TransformerConfig, build_transformer
@@ -163,13 +165,8 @@ class TranslationJob:
         if self.extra_train_fraction is not None:
             if not self.extra_train_split:
                 raise ValueError("extra_train_fraction needs an extra_train_split.")
-            if not 0.0 < self.extra_train_fraction < 1.0:
-                raise ValueError(
-                    "extra_train_fraction must be in (0, 1), "
-                    f"got {self.extra_train_fraction}."
-                )
-        if self.sampling_alpha is not None and not self.sampling_alpha > 0:
-            raise ValueError(f"sampling_alpha must be > 0, got {self.sampling_alpha}.")
+            check_fraction("extra_train_fraction", self.extra_train_fraction)
+        check_sampling_alpha(self.sampling_alpha)
 
     def model_config(self, vocab_size):
         values = {
@@ -430,7 +427,7 @@ def _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, cal
         segments.append((epoch, epochs, steps_per_epoch))
     history = {}
     for first_epoch, end_epoch, steps in segments:
-        logs = model.fit(
+        fitted = model.fit(
             stream.skip(step),
             validation_data=validation,
             initial_epoch=first_epoch,
@@ -439,10 +436,10 @@ def _fit_from(model, stream, validation, step, total_steps, steps_per_epoch, cal
             callbacks=callbacks,
             verbose=1 if sys.stdout.isatty() else 2,
         )
-        for index, epoch in enumerate(logs.epoch):
+        for index, epoch in enumerate(fitted.epoch):  # a keras.callbacks.History
             history[epoch + 1] = {
                 name: round(float(values[index]), 4)
-                for name, values in logs.history.items()
+                for name, values in fitted.history.items()
             }
         if model.stop_training:
             break

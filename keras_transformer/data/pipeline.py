@@ -33,6 +33,12 @@ def model_example(source_ids, target_ids, max_length):
     return inputs, target[1:]
 
 
+def check_fraction(name, value):
+    """Raises `ValueError` unless `value` is in the open interval (0, 1)."""
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value}.")
+
+
 def mix_pairs(pairs, extra_pairs, extra_fraction, seed=None):
     """One pass over `pairs` with a share of `extra_pairs` drawn in at random.
 
@@ -62,8 +68,7 @@ def mix_pairs(pairs, extra_pairs, extra_fraction, seed=None):
     >>> sum(source == b"Ja." for source, _ in mixed), 20 < len(mixed) - 90 < 45
     (90, True)
     """
-    if not 0.0 < extra_fraction < 1.0:
-        raise ValueError(f"extra_fraction must be in (0, 1), got {extra_fraction}.")
+    check_fraction("extra_fraction", extra_fraction)
     size = int(extra_pairs.cardinality())
     buffer = size if size > 0 else 100_000
     extra_pairs = extra_pairs.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)

@@ -75,6 +75,12 @@ def train_tokenizer(texts, vocab_size=8000, model_type="unigram", byte_fallback=
     return SubwordTokenizer(model.getvalue())
 
 
+def check_sampling_alpha(alpha):
+    """Raises `ValueError` unless `alpha` is None or a number > 0."""
+    if alpha is not None and not alpha > 0:
+        raise ValueError(f"sampling_alpha must be > 0, got {alpha}.")
+
+
 class SubwordTokenizer(tf.Module):
     """A SentencePiece model applied with tensorflow-text ops.
 
@@ -98,6 +104,7 @@ class SubwordTokenizer(tf.Module):
 
     Attributes:
         vocab_size: number of ids.
+        sampling_alpha: the `sampling_alpha` argument.
         pad_id, start_id, end_id, unknown_id: the reserved ids.
     """
 
@@ -105,8 +112,7 @@ class SubwordTokenizer(tf.Module):
 
     def __init__(self, model, sampling_alpha=None):
         super().__init__(name="subword_tokenizer")
-        if sampling_alpha is not None and not sampling_alpha > 0:
-            raise ValueError(f"sampling_alpha must be > 0, got {sampling_alpha}.")
+        check_sampling_alpha(sampling_alpha)
         self.model = bytes(model)
         self.sampling_alpha = sampling_alpha
         self._tokenizer = tf_text.SentencepieceTokenizer(
