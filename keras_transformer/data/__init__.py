@@ -22,6 +22,7 @@ from keras_transformer.data.ding import (
     load_ding_pairs,
     parse_line,
     parse_phrases,
+    parse_variants,
     source_key,
 )
 from keras_transformer.data.pipeline import make_dataset, mix_pairs, model_example
@@ -44,6 +45,7 @@ __all__ = [
     "pairs_to_dataset",
     "parse_line",
     "parse_phrases",
+    "parse_variants",
     "read_parallel_files",
     "read_tsv",
     "resolve_language_pair",

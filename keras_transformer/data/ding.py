@@ -30,13 +30,20 @@ Every other aligned sub-entry with at least two words on both sides after the
 same cleaning (and no `…` or ` / `) is a *phrase*: a headword with its
 translation or a usage example. Phrases are extra training data only.
 
+A sentence sub-entry often has more than one variant on a side
+(`Verstanden?; Haben Sie verstanden?`). Rule 2 keeps the first variants as
+the sentence pair; every other pairing of a German and an English variant
+that are both sentences is a *variant* pair: extra training data, kept only
+for sub-entries whose sentence pair is in train and never sharing a
+`source_key` with a validation or test sentence.
+
 Splits are assigned by a stable hash of the normalised German source (see
 `source_key`), so one German sentence, with all its English translations,
 lands in exactly one split (about 90/5/5), and no validation or test source
 ever appears in train or in the phrases. The file is read as UTF-8 and
 normalised to NFC. From Ding 2023-01-30 (Debian package `trans-de-en` 1.9-6) this
 gives 16,913 train, 937 validation and 916 test sentence pairs (18,638
-distinct German sentences) and 80,401 phrases.
+distinct German sentences), 80,401 phrases and 2,020 variant pairs.
 """
 
 import functools
@@ -46,7 +53,7 @@ import re
 import unicodedata
 
 DING_PATH = "/usr/share/trans/de-en"
-SPLITS = ("train", "validation", "test", "phrases")
+SPLITS = ("train", "validation", "test", "phrases", "variants")
 MIN_SENTENCE_WORDS = 3
 MIN_PHRASE_WORDS = 2
 
@@ -109,6 +116,29 @@ def first_variant(text):
     return text
 
 
+def variants(text):
+    """All `; `-separated variants of a sub-entry, ignoring `; ` in brackets.
+
+    Args:
+        text: one sub-entry of a Ding line.
+
+    Returns:
+        A list of the variants, `first_variant(text)` first.
+
+    Example:
+
+    >>> variants("Verstanden?; Haben Sie verstanden? [formal]")
+    ['Verstanden?', 'Haben Sie verstanden? [formal]']
+    """
+    found = []
+    while True:
+        variant = first_variant(text)
+        found.append(variant)
+        if len(variant) == len(text):
+            return found
+        text = text[len(variant) + 2 :]
+
+
 def _usable(text):
     """Whether a cleaned variant has no placeholder and no open alternative."""
     return bool(text) and "…" not in text and "..." not in text and " / " not in text
@@ -160,22 +190,43 @@ def _is_phrase(text):
     return _usable(text) and len(text.split()) >= MIN_PHRASE_WORDS
 
 
+def _variant_pairs(de, en):
+    """The other pairings of the sentence variants of a sentence sub-entry."""
+    german = [clean(variant) for variant in variants(de)]
+    english = [clean(variant) for variant in variants(en)]
+    return [
+        (source, target)
+        for source in german
+        for target in english
+        if (source, target) != (german[0], english[0])
+        and is_sentence(source)
+        and is_sentence(target)
+    ]
+
+
 def _classify_line(line):
-    """The sentence pairs and the phrase pairs of one line, as two lists."""
-    sentences, phrases = [], []
+    """The sentence, phrase and variant pairs of one line, as three lists.
+
+    Each variant pair comes as `(sentence_pair, variant_pair)`.
+    """
+    sentences, phrases, variant_pairs = [], [], []
     for de, en in _aligned_parts(line):
-        german = clean(first_variant(de.strip()))
+        de, en = de.strip(), en.strip()
+        german = clean(first_variant(de))
         if not _is_phrase(german):  # sentences are phrase-shaped too
             continue
-        english = clean(first_variant(en.strip()))
+        english = clean(first_variant(en))
         if not _is_phrase(english):
             continue
         tagged = "{" in de or "{" in en
         if not tagged and is_sentence(german) and is_sentence(english):
             sentences.append((german, english))
+            variant_pairs.extend(
+                ((german, english), pair) for pair in _variant_pairs(de, en)
+            )
         else:
             phrases.append((german, english))
-    return sentences, phrases
+    return sentences, phrases, variant_pairs
 
 
 def parse_line(line):
@@ -221,6 +272,26 @@ def parse_phrases(line):
     [('Aale fangen', 'to catch eels')]
     """
     return _classify_line(line)[1]
+
+
+def parse_variants(line):
+    """The other variant pairings of the sentence sub-entries of one line.
+
+    Args:
+        line: one line of the Ding file.
+
+    Returns:
+        A list of cleaned `(german, english)` pairs: for each sentence pair
+        that `parse_line` returns, every pairing of its sub-entry's German
+        and English `; ` variants that are both sentences, but the first
+        with the first.
+
+    Example:
+
+    >>> parse_variants("Ich komme gleich.; Ich bin gleich da. :: I'm coming soon.")
+    [('Ich bin gleich da.', "I'm coming soon.")]
+    """
+    return [pair for _, pair in _classify_line(line)[2]]
 
 
 def source_key(source):
@@ -315,14 +386,16 @@ def read_ding_lines(path=DING_PATH):
 
 
 def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):
-    """Parse Ding lines into de-duplicated, split sentence pairs and phrases.
+    """Parse Ding lines into de-duplicated, split sentence pairs and extras.
 
     Sentence pairs are de-duplicated as `(german, english)` pairs; a German
     sentence with several English translations keeps all of them, in the
     same split (the split depends only on the German side, see
     `assign_split`). Phrases are de-duplicated too and never share a
     `source_key` with any sentence, so none repeats a validation or test
-    source.
+    source. Variant pairs are kept only when their sentence pair is in
+    train, and never share a `source_key` with a validation or test
+    sentence.
 
     Args:
         lines: lines of the Ding file (comments are skipped).
@@ -330,26 +403,27 @@ def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):
         test_fraction: the share of German sentences in test.
 
     Returns:
-        A dict from `"train"`, `"validation"`, `"test"` and `"phrases"` to
-        lists of `(german, english)` string pairs, in the order of `lines`.
+        A dict from `"train"`, `"validation"`, `"test"`, `"phrases"` and
+        `"variants"` to lists of `(german, english)` string pairs, in the
+        order of `lines`.
 
     Example:
 
     >>> splits = split_ding_lines([
     ...     "kommen {vi} | Ich komme gleich. :: to come | I'm coming soon.",
     ...     "Ich komme gleich! | ich komme gleich | gleich kommen :: "
-    ...     "I'll be right there! | I come soon | to come soon",
+    ...     "I'll be right there!; I am coming now! | I come soon | to come soon",
     ... ])
     >>> splits["train"]
     [('Ich komme gleich.', "I'm coming soon."), ('Ich komme gleich!', \
 "I'll be right there!")]
-    >>> splits["phrases"]
-    [('gleich kommen', 'to come soon')]
+    >>> splits["phrases"], splits["variants"]
+    ([('gleich kommen', 'to come soon')], [('Ich komme gleich!', 'I am coming now!')])
     """
     splits = {split: [] for split in SPLITS}
-    seen, sentence_keys, phrase_candidates = set(), set(), []
+    seen, sentence_keys, phrase_candidates, variant_candidates = set(), set(), [], []
     for line in lines:
-        sentences, phrases = _classify_line(line)
+        sentences, phrases, variant_pairs = _classify_line(line)
         for pair in sentences:
             if pair not in seen:
                 seen.add(pair)
@@ -357,10 +431,24 @@ def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):
                 split = assign_split(pair[0], validation_fraction, test_fraction)
                 splits[split].append(pair)
         phrase_candidates.extend(phrases)
+        variant_candidates.extend(variant_pairs)
     for pair in phrase_candidates:
         if pair not in seen and source_key(pair[0]) not in sentence_keys:
             seen.add(pair)
             splits["phrases"].append(pair)
+    held_out = {
+        source_key(german)
+        for split in ("validation", "test")
+        for german, _ in splits[split]
+    }
+    for sentence_pair, pair in variant_candidates:
+        in_train = (
+            assign_split(sentence_pair[0], validation_fraction, test_fraction)
+            == "train"
+        )
+        if in_train and pair not in seen and source_key(pair[0]) not in held_out:
+            seen.add(pair)
+            splits["variants"].append(pair)
     return splits
 
 
@@ -373,7 +461,7 @@ def _cached_splits(path, modified_ns, size, validation_fraction, test_fraction):
 
 
 def load_ding_pairs(path=DING_PATH, validation_fraction=0.05, test_fraction=0.05):
-    """The Ding sentence pairs split into train, validation and test, and phrases.
+    """The Ding sentence pairs split into train, validation and test, and extras.
 
     See `split_ding_lines` for the de-duplication and the split, and the
     module docstring for the sentence rule. The parse (a few seconds) is
@@ -385,8 +473,9 @@ def load_ding_pairs(path=DING_PATH, validation_fraction=0.05, test_fraction=0.05
         test_fraction: the share of German sentences in test.
 
     Returns:
-        A dict from `"train"`, `"validation"`, `"test"` and `"phrases"` to
-        lists of `(german, english)` string pairs, in the file's order.
+        A dict from `"train"`, `"validation"`, `"test"`, `"phrases"` and
+        `"variants"` to lists of `(german, english)` string pairs, in the
+        file's order.
 
     Raises:
         FileNotFoundError: the file is missing (install `trans-de-en`).
@@ -395,7 +484,7 @@ def load_ding_pairs(path=DING_PATH, validation_fraction=0.05, test_fraction=0.05
 
     >>> pairs = load_ding_pairs()
     >>> sorted(pairs)
-    ['phrases', 'test', 'train', 'validation']
+    ['phrases', 'test', 'train', 'validation', 'variants']
     >>> 15_000 < sum(len(pairs[split]) for split in SPLITS[:3]) < 22_000
     True
     """

@@ -20,8 +20,9 @@ German-English sentence pairs from the example sentences of the Ding
 dictionary (Frank Richter, TU Chemnitz), read from the Debian package
 `trans-de-en`. Splits `train`, `validation` and `test` (about 90/5/5, assigned
 by a stable hash of the normalised German sentence, so no validation or test
-source appears in train) and `phrases`: multi-word dictionary entries for
-extra training data, never sharing a source with a sentence. See
+source appears in train), and two splits of extra training data: `phrases`,
+multi-word dictionary entries that never share a source with a sentence, and
+`variants`, the other pairings of the `; ` variants of the train sentences. See
 `keras_transformer.data.ding` for the cleaning and the sentence rule.
 """
 
@@ -29,7 +30,7 @@ extra training data, never sharing a source with a sentence. See
 class DingDeEn(tfds.core.GeneratorBasedBuilder):
     """German-English sentence pairs from the Ding dictionary (`ding_de_en`).
 
-    Splits: `train`, `validation`, `test` and `phrases`. Examples are
+    Splits: `train`, `validation`, `test`, `phrases` and `variants`. Examples are
     `{"de": str, "en": str}`; with `as_supervised=True` they are `(de, en)`.
     The examples of a split are stored in the order `load_ding_pairs` returns
     them (shuffling is disabled), so both give the same lists.
@@ -42,11 +43,14 @@ class DingDeEn(tfds.core.GeneratorBasedBuilder):
     >>> import tempfile
     >>> builder = tfds.builder("ding_de_en", data_dir=tempfile.mkdtemp())
     >>> builder.info.supervised_keys, str(builder.info.version)
-    (('de', 'en'), '1.0.0')
+    (('de', 'en'), '1.1.0')
     """
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Sentence pairs and phrases of Ding 2023-01-30."}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {
+        "1.0.0": "Sentence pairs and phrases of Ding 2023-01-30.",
+        "1.1.0": "Adds the `variants` split.",
+    }
 
     def _info(self):
         return tfds.core.DatasetInfo(

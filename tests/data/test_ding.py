@@ -127,6 +127,40 @@ def test_phrases_are_the_other_multi_word_pairs():
     ]
 
 
+def test_variants_are_the_other_pairings_of_sentence_variants():
+    line = (
+        "Abend {m} | Guten Abend!; Abend! | Er kam am Abend.; Er kam spät. :: "
+        "evening | Good evening! | He came in the evening.; He came late.; late"
+    )
+    assert ding.parse_line(line)[-1] == ("Er kam am Abend.", "He came in the evening.")
+    assert ding.parse_variants(line) == [  # "late" and "Abend!" are no sentences
+        ("Er kam am Abend.", "He came late."),
+        ("Er kam spät.", "He came in the evening."),
+        ("Er kam spät.", "He came late."),
+    ]
+
+
+def test_variants_of_held_out_sentences_stay_out_of_training():
+    lines = [
+        f"Das ist Satz {n}.; Hier ist Satz {n}. :: This is sentence {n}."
+        for n in range(300)
+    ]  # each variant is also a sentence of its own, split by its own hash:
+    lines += [f"Hier ist Satz {n}. :: Here is sentence {n}." for n in range(300)]
+    splits = ding.split_ding_lines(lines, validation_fraction=0.2, test_fraction=0.2)
+
+    def in_train(n):
+        return all(
+            ding.assign_split(f"{word} ist Satz {n}.", 0.2, 0.2) == "train"
+            for word in ("Das", "Hier")
+        )
+
+    expected = [(f"Hier ist Satz {n}.", f"This is sentence {n}.") for n in range(300)]
+    assert splits["variants"] == [
+        pair for n, pair in enumerate(expected) if in_train(n)
+    ]
+    assert 50 < len(splits["variants"]) < 200  # some kept, some left out
+
+
 def test_source_key_ignores_case_spacing_and_final_punctuation():
     assert ding.source_key("Er  kommt!") == ding.source_key("er kommt.")
     assert ding.source_key("Er kommt.") != ding.source_key("Er kommt nicht.")
@@ -177,6 +211,7 @@ def test_counts_are_in_the_expected_range(pairs):
     sentences = sum(len(pairs[split]) for split in SENTENCE_SPLITS)
     assert 15_000 <= sentences <= 22_000
     assert 50_000 <= len(pairs["phrases"]) <= 110_000
+    assert 1_000 <= len(pairs["variants"]) <= 4_000
 
 
 def test_splits_have_the_expected_proportions(pairs):
@@ -186,10 +221,11 @@ def test_splits_have_the_expected_proportions(pairs):
     assert 0.04 < len(pairs["test"]) / total < 0.06
 
 
-def test_no_held_out_source_is_in_train_or_phrases(pairs):
+def test_no_held_out_source_is_in_train_phrases_or_variants(pairs):
     held_out = keys(pairs["validation"]) | keys(pairs["test"])
     assert not held_out & keys(pairs["train"])
     assert not held_out & keys(pairs["phrases"])
+    assert not held_out & keys(pairs["variants"])
     assert not keys(pairs["validation"]) & keys(pairs["test"])
 
 
@@ -200,6 +236,8 @@ def test_every_pair_follows_the_rule(pairs):
             for text in (german, english):
                 assert not set("{}[]<>") & set(text), text
                 assert text == " ".join(text.split()), text
+    for german, english in pairs["variants"]:
+        assert ding.is_sentence(german) and ding.is_sentence(english)
     for german, english in pairs["phrases"]:
         assert len(german.split()) >= 2 and len(english.split()) >= 2
 
