@@ -83,6 +83,12 @@ def _train_parser(commands):
     training.add_argument(
         "--learning-rate-scale", type=float, default=defaults.learning_rate_scale
     )
+    training.add_argument(
+        "--weight-decay",
+        type=float,
+        default=defaults.weight_decay,
+        help="decoupled weight decay (AdamW) of kernels and embeddings",
+    )
     training.add_argument("--epochs", type=int, default=defaults.epochs)
     training.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)
     training.add_argument(

@@ -89,6 +89,8 @@ class TranslationJob:
         model: `TransformerConfig` field overrides, e.g. {"dropout": 0.2}.
         warmup_steps: warm-up of the learning-rate schedule.
         learning_rate_scale: factor on the warm-up schedule.
+        weight_decay: decoupled weight decay of the kernels and embeddings
+            (see `transformer_optimizer`); 0 for none.
         epochs: training epochs.
         steps_per_epoch: steps per epoch; one pass over the data when None.
         checkpoint_every: steps between checkpoints (also at epoch ends).
@@ -127,6 +129,7 @@ class TranslationJob:
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
     learning_rate_scale: float = 0.7
+    weight_decay: float = 0.0
     epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
@@ -167,6 +170,8 @@ class TranslationJob:
                 raise ValueError("extra_train_fraction needs an extra_train_split.")
             check_fraction("extra_train_fraction", self.extra_train_fraction)
         check_sampling_alpha(self.sampling_alpha)
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")
 
     def model_config(self, vocab_size):
         values = {
@@ -267,6 +272,7 @@ def run_translation_job(job, log=print):
                 config.warmup_steps,
                 job.learning_rate_scale,
                 gradient_accumulation_steps=job.gradient_accumulation,
+                weight_decay=job.weight_decay or None,
             ),
             loss=LabelSmoothedCrossEntropy(config.label_smoothing),
             metrics=[MaskedAccuracy()],

@@ -77,6 +77,8 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, extra_train_split="phrases", extra_train_fraction=1.0)
     with pytest.raises(ValueError, match="sampling_alpha"):
         tiny_job(tmp_path, sampling_alpha=0.0)
+    with pytest.raises(ValueError, match="weight_decay"):
+        tiny_job(tmp_path, weight_decay=-0.1)
 
 
 def test_cli_help_lists_the_commands(capsys):

@@ -82,6 +82,10 @@ def transformer_optimizer(
             updates after every batch.
         **kwargs: more `keras.optimizers.Adam` arguments (e.g. `clipnorm`);
             they may also override the paper's `beta_1`, `beta_2`, `epsilon`.
+            `weight_decay` is decoupled (AdamW: each step subtracts
+            learning rate x weight_decay x the weight) and applies to the
+            kernels and embeddings only, not to biases and layer-norm
+            scales and offsets.
 
     Example:
 
@@ -97,8 +101,10 @@ def transformer_optimizer(
         )
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
     schedule = TransformerSchedule(d_model, warmup_steps, scale, accumulation)
-    return FusedAdam(
+    optimizer = FusedAdam(
         learning_rate=schedule,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
         **settings,
     )
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    return optimizer

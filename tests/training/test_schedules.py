@@ -53,6 +53,21 @@ def test_optimizer_settings_can_be_overridden():
     assert (optimizer.beta_2, optimizer.clipnorm) == (0.999, 1.0)
 
 
+def test_weight_decay_shrinks_kernels_only():
+    dense, norm = keras.layers.Dense(3), keras.layers.LayerNormalization()
+    norm(dense(np.ones((1, 2), "float32")))
+    weights = dense.trainable_weights + norm.trainable_weights
+    for weight in weights:
+        weight.assign(np.full(weight.shape, 2.0, "float32"))
+    optimizer = transformer_optimizer(d_model=64, warmup_steps=10, weight_decay=0.5)
+    learning_rate = float(optimizer.learning_rate)  # at step 0
+    optimizer.apply([np.zeros(weight.shape, "float32") for weight in weights], weights)
+    # A zero gradient leaves Adam's step at 0: only the decay moves weights.
+    np.testing.assert_allclose(dense.kernel, 2.0 * (1 - 0.5 * learning_rate))
+    for weight in (dense.bias, norm.gamma, norm.beta):
+        np.testing.assert_array_equal(weight, 2.0)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
