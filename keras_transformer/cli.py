@@ -3,6 +3,7 @@
     keras-transformer train [options]       # the translation job
     keras-transformer translate PATH TEXT   # translate with an export
     keras-transformer average DIR OUTPUT    # average the last checkpoints
+    keras-transformer evaluate DIR          # score a run on validation/test
 
 Run `keras-transformer COMMAND --help` for the options.
 """
@@ -63,6 +64,11 @@ def _train_parser(commands):
         type=float,
         default=defaults.sampling_alpha,
         help="train on sampled subword segmentations (subword regularisation)",
+    )
+    data.add_argument(
+        "--bidirectional",
+        action="store_true",
+        help="also train target-to-source on the training pairs",
     )
     data.add_argument(
         "--gradient-accumulation",
@@ -218,12 +224,41 @@ def _average(args):
         print(f"Exported the translator to {path}")
 
 
+def _evaluate_parser(commands):
+    defaults = TranslationJob()
+    parser = commands.add_parser(
+        "evaluate",
+        help="score a training run's averaged checkpoints on a split",
+        description="Averages the last N checkpoints of a `train` run and "
+        "reports BLEU and chrF on its corpus's validation or test split.",
+    )
+    parser.add_argument("output_dir", help="the --output-dir of the train run")
+    parser.add_argument("--split", default="validation", choices=("validation", "test"))
+    parser.add_argument("--last", type=int, default=defaults.average_last, metavar="N")
+    parser.add_argument("--beam-size", type=int, default=defaults.beam_size)
+    parser.add_argument("--alpha", type=float, default=defaults.alpha)
+    parser.add_argument(
+        "--sample", type=int, default=None, metavar="N", help="the first N sentences"
+    )
+    parser.set_defaults(run=_evaluate)
+
+
+def _evaluate(args):
+    from keras_transformer.job import evaluate_run
+
+    scores = evaluate_run(
+        args.output_dir, args.split, args.last, args.beam_size, args.alpha, args.sample
+    )
+    print(json.dumps(scores, indent=2))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="keras-transformer", description=__doc__)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _train_parser(commands)
     _translate_parser(commands)
     _average_parser(commands)
+    _evaluate_parser(commands)
     args = parser.parse_args(argv)
     args.run(args)
 

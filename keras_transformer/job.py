@@ -79,6 +79,9 @@ class TranslationJob:
             so after a resume the batches (their segmentations, and so which
             length bucket a pair falls in) differ from an uninterrupted
             run's.
+        bidirectional: also train target-to-source on every training pair
+            (one model, one shared vocabulary, for both directions; the
+            language of the input says which way to translate).
         gradient_accumulation: batches whose mean gradient makes one update
             (Keras's `gradient_accumulation_steps`): an effective batch of
             `gradient_accumulation * tokens_per_batch` tokens, e.g. the
@@ -124,6 +127,7 @@ class TranslationJob:
     max_length: int = 64
     tokens_per_batch: int = 2048
     sampling_alpha: float | None = None
+    bidirectional: bool = False
     gradient_accumulation: int = 1
     preset: str = "small"
     model: dict = dataclasses.field(default_factory=dict)
@@ -185,9 +189,17 @@ class TranslationJob:
 def load_splits(job):
     """The job's corpus as {"train", "validation", "test"} datasets of pairs."""
     if job.corpus == "files":
-        return load_text_corpus(
+        splits = load_text_corpus(
             *job.train_files, validation_fraction=0.05, test_fraction=0.05
         )
+    else:
+        splits = _load_named_corpus(job)
+    if job.bidirectional:
+        splits["train"] = splits["train"].flat_map(both_directions)
+    return splits
+
+
+def _load_named_corpus(job):
     extra = job.extra_train_split
     mixed = bool(extra) and job.extra_train_fraction is not None
     train = f"train+{extra}" if extra and not mixed else "train"
@@ -208,6 +220,13 @@ def load_splits(job):
         "validation": splits["validation"],
         "test": splits["test"],
     }
+
+
+def both_directions(source, target):
+    """A pair and its reverse, `(source, target)` then `(target, source)`."""
+    return tf.data.Dataset.from_tensor_slices(
+        (tf.stack([source, target]), tf.stack([target, source]))
+    )
 
 
 def translate_texts(function, texts, batch_size=64):
@@ -238,6 +257,8 @@ def run_translation_job(job, log=print):
         export_dir=job.export_dir and worker_directory(strategy, job.export_dir),
     )
     os.makedirs(job.output_dir, exist_ok=True)
+    with open(os.path.join(job.output_dir, "job.json"), "w") as file:
+        json.dump(dataclasses.asdict(job), file, indent=2)  # for `evaluate_run`
     keras.utils.set_random_seed(job.seed)
     keras.mixed_precision.set_global_policy(job.precision)
 
@@ -395,6 +416,50 @@ def averaged_model(output_dir, last=5):
         raise FileNotFoundError(f"No checkpoints in {directory}.")
     paths = paths[-last:]
     return average_checkpoints(model, paths), paths
+
+
+def evaluate_run(
+    output_dir, split="validation", last=5, beam_size=4, alpha=0.6, sample=None
+):
+    """BLEU and chrF of a job's averaged checkpoints on a split of its corpus.
+
+    Reads what `run_translation_job` wrote to `output_dir` (`job.json`,
+    the tokenizer, `model_config.json` and the checkpoints), so it also
+    scores a run that is still training or was interrupted. With the job's
+    `average_last`, `beam_size`, `alpha` and `test_sample` on `"test"` it
+    repeats the job's own test score.
+
+    Args:
+        output_dir: the `output_dir` of a `keras-transformer train` run.
+        split: `"validation"` or `"test"`.
+        last: average the last `last` checkpoints (1: the newest alone).
+        beam_size: beams; 1 for greedy decoding.
+        alpha: the length-penalty exponent of beam search.
+        sample: score only the first `sample` sentences (all when None).
+
+    Returns:
+        `corpus_scores` of the translations (BLEU, chrF, signatures) with
+        `"sentences"` and `"checkpoints"` (the paths averaged) added.
+    """
+    if split not in ("validation", "test"):
+        raise ValueError(f"split must be 'validation' or 'test', got {split!r}.")
+    job_path = os.path.join(output_dir, "job.json")
+    if not os.path.exists(job_path):
+        raise FileNotFoundError(
+            f"{job_path} does not exist: {output_dir!r} is not the output_dir of "
+            "a `keras-transformer train` run (or one older than job.json)."
+        )
+    with open(job_path) as file:
+        values = json.load(file)
+    values["train_files"] = tuple(values["train_files"])
+    job = TranslationJob(**values)
+    sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
+    model, paths = averaged_model(output_dir, last)
+    tokenizer = SubwordTokenizer.load(os.path.join(output_dir, "tokenizer.model"))
+    translator = Translator(model, tokenizer, beam_size, alpha)
+    function = translator.greedy if beam_size == 1 else translator.translate
+    scores = corpus_scores(translate_texts(function, sources), targets)
+    return {**scores, "sentences": len(sources), "checkpoints": paths}
 
 
 def _tokenizer(job, train_pairs, log):

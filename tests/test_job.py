@@ -1,5 +1,6 @@
 """A short run of the main job: train a few steps, score, export, reload, resume."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,7 +10,12 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
 
 from keras_transformer.cli import main
-from keras_transformer.job import TranslationJob, run_translation_job
+from keras_transformer.job import (
+    TranslationJob,
+    evaluate_run,
+    load_splits,
+    run_translation_job,
+)
 
 
 def tiny_job(tmp_path, **overrides):
@@ -47,6 +53,14 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     assert written["bleu"] == results["bleu"]
     assert (tmp_path / "run" / "model.keras").exists()
 
+    rescored = evaluate_run(
+        str(tmp_path / "run"), "test", last=2, beam_size=2, alpha=0.6, sample=16
+    )
+    assert (rescored["bleu"], rescored["chrf"]) == (results["bleu"], results["chrf"])
+    assert rescored["sentences"] == 16 and len(rescored["checkpoints"]) == 2
+    validation = evaluate_run(str(tmp_path / "run"), last=1, beam_size=1, sample=8)
+    assert validation["sentences"] == 8 and len(validation["checkpoints"]) == 1
+
     signature = tf.saved_model.load(results["export_path"]).signatures[
         "serving_default"
     ]
@@ -58,6 +72,19 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     assert resumed["steps"] == 12  # continued from step 6, not from 0
     assert list(resumed["history"]) == [2]
     assert resumed["export_path"].endswith("saved_models/translator/2")
+
+
+def test_bidirectional_trains_on_every_pair_both_ways(tmp_path):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"Satz {n}.\tSentence {n}.\n" for n in range(200)))
+    job = tiny_job(tmp_path, corpus="files", train_files=(str(tsv),))
+    one_way = list(load_splits(job)["train"].as_numpy_iterator())
+    splits = load_splits(dataclasses.replace(job, bidirectional=True))
+    both_ways = list(splits["train"].as_numpy_iterator())
+    assert both_ways[0::2] == one_way and one_way  # each pair, then its reverse
+    assert both_ways[1::2] == [(target, source) for source, target in one_way]
+    held_out = list(load_splits(job)["test"].as_numpy_iterator())
+    assert list(splits["test"].as_numpy_iterator()) == held_out
 
 
 def test_bad_job_settings_are_value_errors(tmp_path):
