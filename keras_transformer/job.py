@@ -133,7 +133,7 @@ class TranslationJob:
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
     learning_rate_scale: float = 0.7
-    weight_decay: float = 0.0
+    weight_decay: float = 0.1
     epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
