@@ -159,7 +159,6 @@ def _train(args):
 
     fields = {field.name for field in dataclasses.fields(TranslationJob)}
     values = {key: value for key, value in vars(args).items() if key in fields}
-    values["train_files"] = tuple(values["train_files"])
     results = run_translation_job(TranslationJob(**values))
     print(json.dumps({key: results[key] for key in ("bleu", "chrf", "export_path")}))
 

@@ -152,6 +152,7 @@ class TranslationJob:
     export_name: str = "translator"
 
     def __post_init__(self):
+        self.train_files = tuple(self.train_files)  # a list from JSON or argparse
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
         check_strategy(self.strategy, self.logical_cpus)
@@ -450,9 +451,7 @@ def evaluate_run(
             "a `keras-transformer train` run (or one older than job.json)."
         )
     with open(job_path) as file:
-        values = json.load(file)
-    values["train_files"] = tuple(values["train_files"])
-    job = TranslationJob(**values)
+        job = TranslationJob(**json.load(file))
     sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
     model, paths = averaged_model(output_dir, last)
     tokenizer = SubwordTokenizer.load(os.path.join(output_dir, "tokenizer.model"))

@@ -441,11 +441,9 @@ def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):
         for split in ("validation", "test")
         for german, _ in splits[split]
     }
+    train = set(splits["train"])
     for sentence_pair, pair in variant_candidates:
-        in_train = (
-            assign_split(sentence_pair[0], validation_fraction, test_fraction)
-            == "train"
-        )
+        in_train = sentence_pair in train
         if in_train and pair not in seen and source_key(pair[0]) not in held_out:
             seen.add(pair)
             splits["variants"].append(pair)
