@@ -11,7 +11,6 @@ Run `keras-transformer COMMAND --help` for the options.
 import argparse
 import dataclasses
 import json
-import os
 import sys
 
 from keras_transformer.job import PRESETS, TranslationJob
@@ -94,6 +93,13 @@ def _train_parser(commands):
         type=float,
         default=defaults.weight_decay,
         help="decoupled weight decay (AdamW) of kernels and embeddings",
+    )
+    training.add_argument(
+        "--cooldown-steps",
+        type=int,
+        default=defaults.cooldown_steps,
+        metavar="N",
+        help="the learning rate falls linearly to 0 over the last N updates",
     )
     training.add_argument("--epochs", type=int, default=defaults.epochs)
     training.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)
@@ -209,15 +215,13 @@ def _average_parser(commands):
 def _average(args):
     from keras_transformer.data import SubwordTokenizer
     from keras_transformer.export import Translator, export_translator
-    from keras_transformer.job import averaged_model
+    from keras_transformer.job import averaged_model, tokenizer_path
 
     model, paths = averaged_model(args.output_dir, args.last)
     model.save(args.model_path)
     print(f"Averaged {len(paths)} checkpoints into {args.model_path}: {paths}")
     if args.export_dir:
-        tokenizer = SubwordTokenizer.load(
-            os.path.join(args.output_dir, "tokenizer.model")
-        )
+        tokenizer = SubwordTokenizer.load(tokenizer_path(args.output_dir))
         translator = Translator(model, tokenizer, args.beam_size, args.alpha)
         path = export_translator(translator, args.export_dir, args.export_name)
         print(f"Exported the translator to {path}")

@@ -94,6 +94,8 @@ class TranslationJob:
         learning_rate_scale: factor on the warm-up schedule.
         weight_decay: decoupled weight decay of the kernels and embeddings
             (see `transformer_optimizer`); 0 for none.
+        cooldown_steps: the learning rate falls linearly to 0 over the
+            run's last N updates (see `TransformerSchedule`); 0 for none.
         epochs: training epochs.
         steps_per_epoch: steps per epoch; one pass over the data when None.
         checkpoint_every: steps between checkpoints (also at epoch ends).
@@ -134,6 +136,7 @@ class TranslationJob:
     warmup_steps: int = 400
     learning_rate_scale: float = 0.7
     weight_decay: float = 0.1
+    cooldown_steps: int = 0
     epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
@@ -177,6 +180,10 @@ class TranslationJob:
         check_sampling_alpha(self.sampling_alpha)
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")
+        if self.cooldown_steps < 0:
+            raise ValueError(
+                f"cooldown_steps must be >= 0, got {self.cooldown_steps}."
+            )
 
     def model_config(self, vocab_size):
         values = {
@@ -294,6 +301,8 @@ def run_translation_job(job, log=print):
                 config.warmup_steps,
                 job.learning_rate_scale,
                 gradient_accumulation_steps=job.gradient_accumulation,
+                cooldown_steps=job.cooldown_steps,
+                total_steps=job.epochs * steps_per_epoch // job.gradient_accumulation,
                 weight_decay=job.weight_decay or None,
             ),
             loss=LabelSmoothedCrossEntropy(config.label_smoothing),
@@ -454,15 +463,20 @@ def evaluate_run(
         job = TranslationJob(**json.load(file))
     sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
     model, paths = averaged_model(output_dir, last)
-    tokenizer = SubwordTokenizer.load(os.path.join(output_dir, "tokenizer.model"))
+    tokenizer = SubwordTokenizer.load(tokenizer_path(output_dir))
     translator = Translator(model, tokenizer, beam_size, alpha)
     function = translator.greedy if beam_size == 1 else translator.translate
     scores = corpus_scores(translate_texts(function, sources), targets)
     return {**scores, "sentences": len(sources), "checkpoints": paths}
 
 
+def tokenizer_path(output_dir):
+    """The SentencePiece model of the run in `output_dir`."""
+    return os.path.join(output_dir, "tokenizer.model")
+
+
 def _tokenizer(job, train_pairs, log):
-    path = os.path.join(job.output_dir, "tokenizer.model")
+    path = tokenizer_path(job.output_dir)
     if os.path.exists(path):
         return SubwordTokenizer.load(path)
     log(f"Training a {job.vocab_size}-piece SentencePiece vocabulary...")

@@ -15,6 +15,11 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     iteration, is evaluated as step 1 so that no update has a zero or
     infinite rate.
 
+    With `cooldown_steps` and `total_steps`, the rate is also multiplied by
+    a factor that falls linearly from 1 to 0 over the last `cooldown_steps`
+    of `total_steps` updates (a cool-down for a run of known length; the
+    last update gets 1 / `cooldown_steps` of the paper's rate).
+
     With gradient accumulation Keras calls the schedule with the number of
     micro-batches; `steps_per_update` turns that back into the number of
     updates, so warm-up and decay count updates as in the paper.
@@ -25,15 +30,29 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         scale: a factor on the whole schedule (1.0 in the paper).
         steps_per_update: micro-batches accumulated per update (the
             optimizer's `gradient_accumulation_steps`, or 1).
+        cooldown_steps: updates at the end of the run over which the rate
+            falls to 0; 0 for none.
+        total_steps: updates in the run; needed with `cooldown_steps`.
 
     Example:
 
     >>> schedule = TransformerSchedule(d_model=512, warmup_steps=4000)
     >>> round(float(schedule(4000)), 7)
     0.0006988
+    >>> cooled = TransformerSchedule(512, 4000, cooldown_steps=100, total_steps=6000)
+    >>> round(float(cooled(5950) / schedule(5950)), 2)
+    0.5
     """
 
-    def __init__(self, d_model, warmup_steps=4000, scale=1.0, steps_per_update=1):
+    def __init__(
+        self,
+        d_model,
+        warmup_steps=4000,
+        scale=1.0,
+        steps_per_update=1,
+        cooldown_steps=0,
+        total_steps=None,
+    ):
         if int(d_model) < 1:
             raise ValueError(f"d_model must be >= 1, got {d_model}.")
         if int(warmup_steps) < 1:
@@ -42,17 +61,31 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
             raise ValueError(f"scale must be > 0, got {scale}.")
         if int(steps_per_update) < 1:
             raise ValueError(f"steps_per_update must be >= 1, got {steps_per_update}.")
+        if int(cooldown_steps) < 0:
+            raise ValueError(f"cooldown_steps must be >= 0, got {cooldown_steps}.")
+        if cooldown_steps and (total_steps is None or total_steps < cooldown_steps):
+            raise ValueError(
+                f"cooldown_steps={cooldown_steps} needs total_steps >= it, "
+                f"got {total_steps}."
+            )
         self.d_model = int(d_model)
         self.warmup_steps = int(warmup_steps)
         self.scale = float(scale)
         self.steps_per_update = int(steps_per_update)
+        self.cooldown_steps = int(cooldown_steps)
+        self.total_steps = None if total_steps is None else int(total_steps)
 
     def __call__(self, step):
-        step = ops.floor_divide(ops.cast(step, "int64"), self.steps_per_update)
-        step = ops.maximum(ops.cast(step, "float32"), 1.0)
+        update = ops.floor_divide(ops.cast(step, "int64"), self.steps_per_update)
+        update = ops.cast(update, "float32")  # 0 for the first update
+        step = ops.maximum(update, 1.0)
         decay = ops.rsqrt(step)
         warmup = step * self.warmup_steps**-1.5
-        return self.scale * self.d_model**-0.5 * ops.minimum(decay, warmup)
+        rate = self.scale * self.d_model**-0.5 * ops.minimum(decay, warmup)
+        if not self.cooldown_steps:
+            return rate
+        remaining = (self.total_steps - update) / self.cooldown_steps
+        return rate * ops.clip(remaining, 0.0, 1.0)
 
     def get_config(self):
         return {
@@ -60,11 +93,19 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "warmup_steps": self.warmup_steps,
             "scale": self.scale,
             "steps_per_update": self.steps_per_update,
+            "cooldown_steps": self.cooldown_steps,
+            "total_steps": self.total_steps,
         }
 
 
 def transformer_optimizer(
-    d_model, warmup_steps=4000, scale=1.0, gradient_accumulation_steps=None, **kwargs
+    d_model,
+    warmup_steps=4000,
+    scale=1.0,
+    gradient_accumulation_steps=None,
+    cooldown_steps=0,
+    total_steps=None,
+    **kwargs,
 ):
     """`FusedAdam` with beta_1=0.9, beta_2=0.98, epsilon=1e-9 and the warm-up schedule.
 
@@ -80,6 +121,8 @@ def transformer_optimizer(
         scale: factor on the learning rate.
         gradient_accumulation_steps: micro-batches per update; `None` or 1
             updates after every batch.
+        cooldown_steps, total_steps: the schedule's linear cool-down to 0
+            over the last `cooldown_steps` of `total_steps` updates.
         **kwargs: more `keras.optimizers.Adam` arguments (e.g. `clipnorm`);
             they may also override the paper's `beta_1`, `beta_2`, `epsilon`.
             `weight_decay` is decoupled (AdamW: each step subtracts
@@ -100,7 +143,9 @@ def transformer_optimizer(
             f"{gradient_accumulation_steps}."
         )
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
-    schedule = TransformerSchedule(d_model, warmup_steps, scale, accumulation)
+    schedule = TransformerSchedule(
+        d_model, warmup_steps, scale, accumulation, cooldown_steps, total_steps
+    )
     optimizer = FusedAdam(
         learning_rate=schedule,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,

@@ -37,6 +37,8 @@ def test_optimizer_uses_the_papers_adam_settings():
         "warmup_steps": 4000,
         "scale": 1.0,
         "steps_per_update": 1,
+        "cooldown_steps": 0,
+        "total_steps": None,
     }
 
 
@@ -46,6 +48,28 @@ def test_with_accumulation_the_schedule_counts_updates():
     # Keras evaluates the schedule at micro-batch m; update u ends at 3u + 2.
     for micro_batch in range(60):
         assert float(schedule(micro_batch)) == float(per_update(micro_batch // 3))
+
+
+def test_cooldown_falls_linearly_to_zero_over_the_last_updates():
+    paper = TransformerSchedule(d_model=64, warmup_steps=10)
+    cooled = TransformerSchedule(
+        d_model=64, warmup_steps=10, cooldown_steps=40, total_steps=100
+    )
+    for update in range(100):
+        factor = min(1.0, (100 - update) / 40)
+        np.testing.assert_allclose(
+            float(cooled(update)), factor * float(paper(update)), rtol=1e-6
+        )
+    assert float(cooled(100)) == float(cooled(150)) == 0.0
+
+
+def test_cooldown_counts_updates_under_accumulation():
+    schedule = TransformerSchedule(
+        d_model=64, warmup_steps=10, steps_per_update=2, cooldown_steps=5, total_steps=10
+    )
+    paper = TransformerSchedule(d_model=64, warmup_steps=10)
+    # Micro-batches 18 and 19 make the last update, at 1/5 of the paper's rate.
+    np.testing.assert_allclose(float(schedule(19)), float(paper(9)) / 5, rtol=1e-6)
 
 
 def test_optimizer_settings_can_be_overridden():
@@ -75,6 +99,9 @@ def test_weight_decay_shrinks_kernels_only():
         ({"d_model": 8, "warmup_steps": 0}, "warmup_steps"),
         ({"d_model": 8, "scale": 0}, "scale"),
         ({"d_model": 8, "steps_per_update": 0}, "steps_per_update"),
+        ({"d_model": 8, "cooldown_steps": -1}, "cooldown_steps"),
+        ({"d_model": 8, "cooldown_steps": 10}, "total_steps"),
+        ({"d_model": 8, "cooldown_steps": 10, "total_steps": 5}, "total_steps"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, message):
