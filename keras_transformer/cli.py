@@ -95,11 +95,12 @@ def _train_parser(commands):
         help="decoupled weight decay (AdamW) of kernels and embeddings",
     )
     training.add_argument(
-        "--cooldown-steps",
-        type=int,
-        default=defaults.cooldown_steps,
-        metavar="N",
-        help="the learning rate falls linearly to 0 over the last N updates",
+        "--cooldown-fraction",
+        type=float,
+        default=defaults.cooldown_fraction,
+        metavar="F",
+        help="the learning rate falls linearly to 0 over the last share F of the "
+        "updates (0: the paper's schedule)",
     )
     training.add_argument("--epochs", type=int, default=defaults.epochs)
     training.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)

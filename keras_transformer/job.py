@@ -94,8 +94,9 @@ class TranslationJob:
         learning_rate_scale: factor on the warm-up schedule.
         weight_decay: decoupled weight decay of the kernels and embeddings
             (see `transformer_optimizer`); 0 for none.
-        cooldown_steps: the learning rate falls linearly to 0 over the
-            run's last N updates (see `TransformerSchedule`); 0 for none.
+        cooldown_fraction: the learning rate falls linearly to 0 over this
+            share of the run's updates, at its end (see
+            `TransformerSchedule`); 0 for the paper's schedule.
         epochs: training epochs.
         steps_per_epoch: steps per epoch; one pass over the data when None.
         checkpoint_every: steps between checkpoints (also at epoch ends).
@@ -135,8 +136,8 @@ class TranslationJob:
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
     learning_rate_scale: float = 0.7
-    weight_decay: float = 0.1
-    cooldown_steps: int = 0
+    weight_decay: float = 1.0
+    cooldown_fraction: float = 1 / 3
     epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
@@ -180,9 +181,9 @@ class TranslationJob:
         check_sampling_alpha(self.sampling_alpha)
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")
-        if self.cooldown_steps < 0:
+        if not 0.0 <= self.cooldown_fraction <= 1.0:
             raise ValueError(
-                f"cooldown_steps must be >= 0, got {self.cooldown_steps}."
+                f"cooldown_fraction must be in [0, 1], got {self.cooldown_fraction}."
             )
 
     def model_config(self, vocab_size):
@@ -290,6 +291,7 @@ def run_translation_job(job, log=print):
     steps_per_epoch = job.steps_per_epoch or _count(
         batches(splits["train"], shuffle_buffer=0)
     )
+    updates = job.epochs * steps_per_epoch // job.gradient_accumulation
     config = job.model_config(tokenizer.vocab_size)
     with open(os.path.join(job.output_dir, "model_config.json"), "w") as file:
         json.dump(config.to_dict(), file, indent=2)  # for `keras-transformer average`
@@ -301,8 +303,8 @@ def run_translation_job(job, log=print):
                 config.warmup_steps,
                 job.learning_rate_scale,
                 gradient_accumulation_steps=job.gradient_accumulation,
-                cooldown_steps=job.cooldown_steps,
-                total_steps=job.epochs * steps_per_epoch // job.gradient_accumulation,
+                cooldown_steps=round(job.cooldown_fraction * updates),
+                total_steps=updates,
                 weight_decay=job.weight_decay or None,
             ),
             loss=LabelSmoothedCrossEntropy(config.label_smoothing),

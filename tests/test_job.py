@@ -106,8 +106,8 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, sampling_alpha=0.0)
     with pytest.raises(ValueError, match="weight_decay"):
         tiny_job(tmp_path, weight_decay=-0.1)
-    with pytest.raises(ValueError, match="cooldown_steps"):
-        tiny_job(tmp_path, cooldown_steps=-1)
+    with pytest.raises(ValueError, match="cooldown_fraction"):
+        tiny_job(tmp_path, cooldown_fraction=1.5)
 
 
 def test_cli_help_lists_the_commands(capsys):
