@@ -65,7 +65,11 @@ def test_cooldown_falls_linearly_to_zero_over_the_last_updates():
 
 def test_cooldown_counts_updates_under_accumulation():
     schedule = TransformerSchedule(
-        d_model=64, warmup_steps=10, steps_per_update=2, cooldown_steps=5, total_steps=10
+        d_model=64,
+        warmup_steps=10,
+        steps_per_update=2,
+        cooldown_steps=5,
+        total_steps=10,
     )
     paper = TransformerSchedule(d_model=64, warmup_steps=10)
     # Micro-batches 18 and 19 make the last update, at 1/5 of the paper's rate.
