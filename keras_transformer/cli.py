@@ -203,7 +203,7 @@ def _average_parser(commands):
     )
     parser.add_argument("output_dir", help="the --output-dir of the train run")
     parser.add_argument("model_path", help="where to write the averaged .keras model")
-    parser.add_argument("--last", type=int, default=5, metavar="N")
+    parser.add_argument("--last", type=int, default=defaults.average_last, metavar="N")
     parser.add_argument(
         "--export-dir", default="", help="also export the translator here"
     )

@@ -135,19 +135,19 @@ class TranslationJob:
     preset: str = "small"
     model: dict = dataclasses.field(default_factory=dict)
     warmup_steps: int = 400
-    learning_rate_scale: float = 0.7
+    learning_rate_scale: float = 1.0
     weight_decay: float = 1.0
     cooldown_fraction: float = 1 / 3
     epochs: int = 12
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
-    average_last: int = 5
+    average_last: int = 3
     precision: str = "float32"
     strategy: str = "default"
     logical_cpus: int = 0
     seed: int = 0
     beam_size: int = 4
-    alpha: float = 0.6
+    alpha: float = 1.0
     bleu_sample: int = 100
     test_sample: int | None = None
     samples: int = 5
