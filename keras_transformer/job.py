@@ -51,6 +51,11 @@ from keras_transformer.training.checkpoints import (
 )
 
 PRESETS = ("tiny", "small", "base", "big")
+# Settings that only change what happens after training or where files go.
+_NOT_TRAINING_SETTINGS = frozenset(
+    ("average_last", "beam_size", "alpha", "bleu_sample", "test_sample", "samples")
+    + ("output_dir", "export_dir", "export_name")
+)
 
 
 @dataclasses.dataclass
@@ -266,6 +271,7 @@ def run_translation_job(job, log=print):
         export_dir=job.export_dir and worker_directory(strategy, job.export_dir),
     )
     os.makedirs(job.output_dir, exist_ok=True)
+    changed = changed_training_settings(job.output_dir, job)
     with open(os.path.join(job.output_dir, "job.json"), "w") as file:
         json.dump(dataclasses.asdict(job), file, indent=2)  # for `evaluate_run`
     keras.utils.set_random_seed(job.seed)
@@ -326,6 +332,12 @@ def run_translation_job(job, log=print):
         f"{strategy.num_replicas_in_sync} replica(s)"
         + (f", resuming at step {step}" if step else "")
     )
+    if step and changed:
+        log(
+            "Warning: resuming with training settings changed since the run"
+            f" started ({', '.join(changed)}). Training goes on with the new"
+            " ones; the learning-rate schedule follows the new epochs and steps."
+        )
     translator = Translator(model, tokenizer, job.beam_size, job.alpha)
     saver = CheckpointCallback(checkpoints, job.checkpoint_every)
     callbacks = [
@@ -398,6 +410,36 @@ def run_translation_job(job, log=print):
     with open(os.path.join(job.output_dir, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
     return results
+
+
+def changed_training_settings(output_dir, job):
+    """The training settings of `job` that differ from the run in `output_dir`.
+
+    Compares with the `job.json` that an earlier run wrote there, ignoring
+    the settings of evaluation, export and file locations.
+
+    Returns:
+        ["name: old -> new", ...]; empty when nothing changed or no run is
+        there.
+
+    Example:
+
+    >>> changed_training_settings("no/such/run", TranslationJob())
+    []
+    """
+    path = os.path.join(output_dir, "job.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as file:
+        previous = json.load(file)
+    current = json.loads(json.dumps(dataclasses.asdict(job)))  # tuples as lists
+    return [
+        f"{name}: {previous[name]!r} -> {value!r}"
+        for name, value in current.items()
+        if name in previous
+        and name not in _NOT_TRAINING_SETTINGS
+        and previous[name] != value
+    ]
 
 
 def averaged_model(output_dir, last=5):

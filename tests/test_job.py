@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
 from keras_transformer.cli import main
 from keras_transformer.job import (
     TranslationJob,
+    changed_training_settings,
     evaluate_run,
     load_splits,
     run_translation_job,
@@ -68,8 +70,11 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     assert outputs["translation"].shape == (2,)
     assert outputs["translation"].numpy()[1] == b""
 
-    resumed = run_translation_job(tiny_job(tmp_path, epochs=2), log=lambda *_: None)
+    logged = []
+    resumed = run_translation_job(tiny_job(tmp_path, epochs=2), log=logged.append)
     assert resumed["steps"] == 12  # continued from step 6, not from 0
+    warnings = [line for line in logged if "settings changed" in line]
+    assert len(warnings) == 1 and "epochs: 1 -> 2" in warnings[0]
     assert list(resumed["history"]) == [2]
     assert resumed["export_path"].endswith("saved_models/translator/2")
 
@@ -85,6 +90,21 @@ def test_bidirectional_trains_on_every_pair_both_ways(tmp_path):
     assert both_ways[1::2] == [(target, source) for source, target in one_way]
     held_out = list(load_splits(job)["test"].as_numpy_iterator())
     assert list(splits["test"].as_numpy_iterator()) == held_out
+
+
+def test_changed_training_settings_ignore_evaluation_and_paths(tmp_path):
+    job = tiny_job(tmp_path, corpus="files", train_files=("pairs.tsv",))
+    os.makedirs(job.output_dir)
+    with open(os.path.join(job.output_dir, "job.json"), "w") as file:
+        json.dump(dataclasses.asdict(job), file)
+    assert changed_training_settings(job.output_dir, job) == []
+    evaluation_only = dataclasses.replace(job, beam_size=5, export_dir="", samples=0)
+    assert changed_training_settings(job.output_dir, evaluation_only) == []
+    retrained = dataclasses.replace(job, epochs=3, model={"d_model": 64})
+    assert changed_training_settings(job.output_dir, retrained) == [
+        "model: {'d_model': 32, 'd_ff': 64, 'num_heads': 2} -> {'d_model': 64}",
+        "epochs: 1 -> 3",
+    ]
 
 
 def test_bad_job_settings_are_value_errors(tmp_path):
