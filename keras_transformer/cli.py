@@ -203,33 +203,48 @@ def _average_parser(commands):
     )
     parser.add_argument("output_dir", help="the --output-dir of the train run")
     parser.add_argument("model_path", help="where to write the averaged .keras model")
-    parser.add_argument("--last", type=int, default=defaults.average_last, metavar="N")
+    _run_setting_arguments(parser)
     parser.add_argument(
         "--export-dir", default="", help="also export the translator here"
     )
     parser.add_argument("--export-name", default=defaults.export_name)
-    parser.add_argument("--beam-size", type=int, default=defaults.beam_size)
-    parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.set_defaults(run=_average)
+
+
+def _run_setting_arguments(parser):
+    """--last, --beam-size and --alpha, by default the run's own settings."""
+    for flag, kind, setting in (
+        ("--last", int, "--average-last"),
+        ("--beam-size", int, "--beam-size"),
+        ("--alpha", float, "--alpha"),
+    ):
+        parser.add_argument(
+            flag, type=kind, default=None, help=f"default: the run's {setting}"
+        )
 
 
 def _average(args):
     from keras_transformer.data import SubwordTokenizer
     from keras_transformer.export import Translator, export_translator
-    from keras_transformer.job import averaged_model, tokenizer_path
+    from keras_transformer.job import averaged_model, saved_job, tokenizer_path
 
     model, paths = averaged_model(args.output_dir, args.last)
     model.save(args.model_path)
     print(f"Averaged {len(paths)} checkpoints into {args.model_path}: {paths}")
     if args.export_dir:
+        job = saved_job(args.output_dir)
         tokenizer = SubwordTokenizer.load(tokenizer_path(args.output_dir))
-        translator = Translator(model, tokenizer, args.beam_size, args.alpha)
+        translator = Translator(
+            model,
+            tokenizer,
+            job.beam_size if args.beam_size is None else args.beam_size,
+            job.alpha if args.alpha is None else args.alpha,
+        )
         path = export_translator(translator, args.export_dir, args.export_name)
         print(f"Exported the translator to {path}")
 
 
 def _evaluate_parser(commands):
-    defaults = TranslationJob()
     parser = commands.add_parser(
         "evaluate",
         help="score a training run's averaged checkpoints on a split",
@@ -238,9 +253,7 @@ def _evaluate_parser(commands):
     )
     parser.add_argument("output_dir", help="the --output-dir of the train run")
     parser.add_argument("--split", default="validation", choices=("validation", "test"))
-    parser.add_argument("--last", type=int, default=defaults.average_last, metavar="N")
-    parser.add_argument("--beam-size", type=int, default=defaults.beam_size)
-    parser.add_argument("--alpha", type=float, default=defaults.alpha)
+    _run_setting_arguments(parser)
     parser.add_argument(
         "--sample", type=int, default=None, metavar="N", help="the first N sentences"
     )

@@ -442,13 +442,18 @@ def changed_training_settings(output_dir, job):
     ]
 
 
-def averaged_model(output_dir, last=5):
+def averaged_model(output_dir, last=None):
     """A job's model with the mean weights of its last `last` checkpoints.
 
     Reads what `run_translation_job` wrote to `output_dir`
     (`model_config.json` and `checkpoints/`), so it works on an interrupted
     run too. Only the checkpoints still on disk can be averaged: the job
     keeps `max(average_last, 2)` of them.
+
+    Args:
+        output_dir: the `output_dir` of a `keras-transformer train` run.
+        last: average the last `last` checkpoints (1: the newest alone);
+            None for the run's own `average_last`.
 
     Returns:
         (model, checkpoint paths averaged).
@@ -459,6 +464,8 @@ def averaged_model(output_dir, last=5):
             f"{config_path} does not exist: {output_dir!r} is not the output_dir "
             "of a `keras-transformer train` run."
         )
+    if last is None:
+        last = saved_job(output_dir).average_last
     if last < 1:
         raise ValueError(f"last must be >= 1, got {last}.")
     with open(config_path) as file:
@@ -473,22 +480,24 @@ def averaged_model(output_dir, last=5):
 
 
 def evaluate_run(
-    output_dir, split="validation", last=5, beam_size=4, alpha=0.6, sample=None
+    output_dir, split="validation", last=None, beam_size=None, alpha=None, sample=None
 ):
     """BLEU and chrF of a job's averaged checkpoints on a split of its corpus.
 
     Reads what `run_translation_job` wrote to `output_dir` (`job.json`,
     the tokenizer, `model_config.json` and the checkpoints), so it also
-    scores a run that is still training or was interrupted. With the job's
-    `average_last`, `beam_size`, `alpha` and `test_sample` on `"test"` it
-    repeats the job's own test score.
+    scores a run that is still training or was interrupted. By default it
+    averages and decodes as the run did, so on `"test"` with the job's
+    `test_sample` it repeats the job's own test score.
 
     Args:
         output_dir: the `output_dir` of a `keras-transformer train` run.
         split: `"validation"` or `"test"`.
-        last: average the last `last` checkpoints (1: the newest alone).
-        beam_size: beams; 1 for greedy decoding.
-        alpha: the length-penalty exponent of beam search.
+        last: average the last `last` checkpoints (1: the newest alone);
+            None for the run's `average_last`.
+        beam_size: beams, 1 for greedy decoding; None for the run's.
+        alpha: the length-penalty exponent of beam search; None for the
+            run's.
         sample: score only the first `sample` sentences (all when None).
 
     Returns:
@@ -497,14 +506,9 @@ def evaluate_run(
     """
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}.")
-    job_path = os.path.join(output_dir, "job.json")
-    if not os.path.exists(job_path):
-        raise FileNotFoundError(
-            f"{job_path} does not exist: {output_dir!r} is not the output_dir of "
-            "a `keras-transformer train` run (or one older than job.json)."
-        )
-    with open(job_path) as file:
-        job = TranslationJob(**json.load(file))
+    job = saved_job(output_dir)
+    beam_size = job.beam_size if beam_size is None else beam_size
+    alpha = job.alpha if alpha is None else alpha
     sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
     model, paths = averaged_model(output_dir, last)
     tokenizer = SubwordTokenizer.load(tokenizer_path(output_dir))
@@ -512,6 +516,18 @@ def evaluate_run(
     function = translator.greedy if beam_size == 1 else translator.translate
     scores = corpus_scores(translate_texts(function, sources), targets)
     return {**scores, "sentences": len(sources), "checkpoints": paths}
+
+
+def saved_job(output_dir):
+    """The `TranslationJob` a run saved in its `output_dir` (`job.json`)."""
+    job_path = os.path.join(output_dir, "job.json")
+    if not os.path.exists(job_path):
+        raise FileNotFoundError(
+            f"{job_path} does not exist: {output_dir!r} is not the output_dir of "
+            "a `keras-transformer train` run (or one older than job.json)."
+        )
+    with open(job_path) as file:
+        return TranslationJob(**json.load(file))
 
 
 def tokenizer_path(output_dir):
