@@ -507,6 +507,7 @@ def evaluate_run(
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}.")
     job = saved_job(output_dir)
+    last = job.average_last if last is None else last  # read job.json once
     beam_size = job.beam_size if beam_size is None else beam_size
     alpha = job.alpha if alpha is None else alpha
     sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
