@@ -35,14 +35,24 @@ def trained_model():
         VOCAB, d_model=64, d_ff=128, dropout=0.0, warmup_steps=200
     )
     model = kt.build_transformer(config)
+    epochs, batches = 8, 10000 // 64 + 1
+    # Without the cool-down the final learning rate is still high enough to
+    # swing exact-match accuracy between 0.86 and 0.99 from epoch to epoch,
+    # by CPU (the numerics differ between CPUs).
+    optimizer = kt.transformer_optimizer(
+        config.d_model,
+        config.warmup_steps,
+        0.5,
+        cooldown_steps=400,
+        total_steps=epochs * batches,
+    )
     model.compile(
-        optimizer=kt.transformer_optimizer(config.d_model, config.warmup_steps, 0.5),
-        loss=kt.LabelSmoothedCrossEntropy(config.label_smoothing),
+        optimizer=optimizer, loss=kt.LabelSmoothedCrossEntropy(config.label_smoothing)
     )
     sources, targets = reversal_data(10000, seed=0)
     inputs = {"encoder_inputs": sources, "decoder_inputs": targets[:, :-1]}
     train = tf.data.Dataset.from_tensor_slices((inputs, targets[:, 1:]))
-    model.fit(train.shuffle(10000, seed=0).batch(64), epochs=8, verbose=0)
+    model.fit(train.shuffle(10000, seed=0).batch(64), epochs=epochs, verbose=0)
     return model
 
 
