@@ -121,7 +121,7 @@ def _train_parser(commands):
         type=int,
         default=defaults.average_last,
         metavar="N",
-        help="average the last N checkpoints",
+        help="average the last N checkpoints at the end (1: the final weights)",
     )
     training.add_argument(
         "--precision",
