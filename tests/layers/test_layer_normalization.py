@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_transformer.layers import LayerNormalization
 from tests.layer_test_case import run_layer_test
@@ -64,3 +65,23 @@ def test_computes_in_float32_under_a_mixed_policy():
         np.array(reference(INPUTS), "float32"),
         atol=1e-3,
     )
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", [(2, 5, 16), (7, 16)])
+def test_gradients_equal_keras_layer_normalization(shape, training):
+    ours, reference = paired_layers(epsilon=1e-3)
+    inputs = tf.constant(INPUTS.reshape(-1, 16)[: np.prod(shape) // 16].reshape(shape))
+    # A loss that weights every output differently, so no gradient term cancels.
+    weights = tf.constant(RNG.normal(size=shape), tf.float32)
+
+    def gradients(layer):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            loss = tf.reduce_sum(tf.sin(layer(inputs, training=training)) * weights)
+        return tape.gradient(loss, [inputs, layer.gamma, layer.beta])
+
+    for ours_gradient, reference_gradient in zip(
+        gradients(ours), gradients(reference), strict=True
+    ):
+        np.testing.assert_allclose(ours_gradient, reference_gradient, atol=1e-5)
