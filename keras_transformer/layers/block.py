@@ -24,6 +24,7 @@ class TransformerBlock(keras.layers.Layer):
         d_ff,
         dropout=0.0,
         attention_dropout=0.0,
+        activation_dropout=0.0,
         activation="relu",
         norm_first=False,
         layer_norm_epsilon=1e-6,
@@ -36,6 +37,7 @@ class TransformerBlock(keras.layers.Layer):
         for name, rate in (
             ("dropout", dropout),
             ("attention_dropout", attention_dropout),
+            ("activation_dropout", activation_dropout),
         ):
             if not 0.0 <= rate < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {rate}.")
@@ -43,6 +45,7 @@ class TransformerBlock(keras.layers.Layer):
         self.d_ff = int(d_ff)
         self.dropout = dropout
         self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
         self.activation = keras.activations.get(activation)
         self.norm_first = norm_first
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -51,6 +54,7 @@ class TransformerBlock(keras.layers.Layer):
         self.feed_forward = FeedForward(
             self.d_ff,
             activation=self.activation,
+            dropout=activation_dropout,
             kernel_initializer=self.kernel_initializer,
             dtype=self.dtype_policy,
             name="feed_forward",
@@ -151,6 +155,7 @@ class TransformerBlock(keras.layers.Layer):
                 "d_ff": self.d_ff,
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
+                "activation_dropout": self.activation_dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "norm_first": self.norm_first,
                 "layer_norm_epsilon": self.layer_norm_epsilon,

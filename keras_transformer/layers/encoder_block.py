@@ -20,6 +20,8 @@ class EncoderBlock(TransformerBlock):
         d_ff: inner width of the feed-forward network.
         dropout: dropout on each sub-layer's output, in [0, 1).
         attention_dropout: dropout on attention probabilities, in [0, 1).
+        activation_dropout: dropout on the feed-forward network's inner
+            activations, in [0, 1).
         activation: feed-forward activation, ReLU by default.
         norm_first: pre-norm instead of the paper's post-norm.
         layer_norm_epsilon: epsilon of the layer norms.

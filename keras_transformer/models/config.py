@@ -20,6 +20,8 @@ class TransformerConfig:
         num_decoder_layers: decoder layers N.
         dropout: P_drop, applied to embeddings and sub-layer outputs.
         attention_dropout: dropout on attention probabilities.
+        activation_dropout: dropout on the feed-forward networks' inner
+            activations.
         max_length: longest sequence the data pipeline and decoders produce.
             The position encoding itself works for any length.
         label_smoothing: epsilon_ls of the training loss.
@@ -47,6 +49,7 @@ class TransformerConfig:
     num_decoder_layers: int = 6
     dropout: float = 0.1
     attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
     max_length: int = 256
     label_smoothing: float = 0.1
     norm_first: bool = False
@@ -75,7 +78,12 @@ class TransformerConfig:
                 f"d_model={self.d_model} must be divisible by "
                 f"num_heads={self.num_heads}."
             )
-        for name in ("dropout", "attention_dropout", "label_smoothing"):
+        for name in (
+            "dropout",
+            "attention_dropout",
+            "activation_dropout",
+            "label_smoothing",
+        ):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}.")

@@ -65,6 +65,7 @@ class Transformer(keras.Model):
             d_ff=config.d_ff,
             dropout=config.dropout,
             attention_dropout=config.attention_dropout,
+            activation_dropout=config.activation_dropout,
             activation=config.activation,
             norm_first=config.norm_first,
             layer_norm_epsilon=config.layer_norm_epsilon,

@@ -12,7 +12,13 @@ PADDING = np.array([[1] * 6, [1, 1, 1, 0, 0, 0]], bool)
 def test_layer_conventions(tmp_path):
     run_layer_test(
         EncoderBlock,
-        {"num_heads": 4, "d_ff": 32, "dropout": 0.1, "norm_first": True},
+        {
+            "num_heads": 4,
+            "d_ff": 32,
+            "dropout": 0.1,
+            "activation_dropout": 0.1,
+            "norm_first": True,
+        },
         {"inputs": INPUTS, "padding_mask": PADDING},
         expected_output_shape=(2, 6, 16),
         expected_num_trainable_weights=14,
@@ -35,6 +41,18 @@ def test_wiring_matches_section_3_1(norm_first):
         y = norm_1(x + attention(x, x, padding_mask=PADDING))
         expected = norm_2(y + block.feed_forward(y))
     np.testing.assert_allclose(outputs, expected, atol=1e-5)
+
+
+def test_activation_dropout_drops_inner_activations_in_training_only():
+    block = EncoderBlock(num_heads=4, d_ff=32, activation_dropout=0.5)
+    plain = EncoderBlock(num_heads=4, d_ff=32)
+    plain(INPUTS)
+    block(INPUTS)
+    plain.set_weights(block.get_weights())
+    np.testing.assert_allclose(block(INPUTS), plain(INPUTS), atol=1e-6)
+    dropped = np.array(block(INPUTS, training=True))
+    assert not np.allclose(dropped, plain(INPUTS, training=True), atol=1e-3)
+    assert block.feed_forward.dropout == 0.5
 
 
 def test_appended_padding_does_not_change_real_positions():
@@ -73,6 +91,7 @@ def test_width_not_divisible_by_heads_raises():
         ({"num_heads": 0, "d_ff": 8}, "num_heads"),
         ({"num_heads": 2, "d_ff": 8, "dropout": 1.0}, "dropout"),
         ({"num_heads": 2, "d_ff": 8, "attention_dropout": -1}, "attention_dropout"),
+        ({"num_heads": 2, "d_ff": 8, "activation_dropout": 1.0}, "activation_dropout"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, message):

@@ -38,6 +38,7 @@ def test_dict_round_trip():
             "d_model=100 must be divisible by num_heads=8",
         ),
         ({"dropout": 1.0}, "dropout"),
+        ({"activation_dropout": -0.1}, "activation_dropout"),
         ({"label_smoothing": -0.1}, "label_smoothing"),
         ({"vocab_size": 0}, "vocab_size"),
         ({"num_encoder_layers": 2.5}, "num_encoder_layers"),

@@ -35,6 +35,15 @@ def test_shared_embeddings_use_one_matrix():
     assert len(matrices) == 1
 
 
+def test_dropout_rates_reach_every_block():
+    model = tiny_model(dropout=0.2, attention_dropout=0.1, activation_dropout=0.3)
+    for block in (*model.encoder_blocks, *model.decoder_blocks):
+        assert (block.dropout, block.attention_dropout) == (0.2, 0.1)
+        assert block.feed_forward.dropout == 0.3
+        for attention in block.attention_layers.values():
+            assert attention.dropout == 0.1
+
+
 def test_named_inputs_and_float32_logits():
     model = tiny_model()
     assert sorted(model.input) == ["decoder_inputs", "encoder_inputs"]
