@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_transformer.layers.dropout import Dropout
+from keras_transformer.layers.shapes import unflatten_rows
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -87,7 +88,7 @@ class FeedForward(keras.layers.Layer):
         hidden = self.inner_dense(flat)  # (B * T, d_ff)
         hidden = self.dropout_layer(hidden, training=training)
         outputs = self.output_dense(hidden)  # (B * T, D)
-        return ops.reshape(outputs, ops.shape(inputs))  # (B, T, D)
+        return unflatten_rows(outputs, inputs)  # (B, T, D)
 
     def get_config(self):
         config = super().get_config()

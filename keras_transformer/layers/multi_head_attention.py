@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
+from keras_transformer.layers.shapes import unflatten_rows
 
 
 def write_positions(cache, updates, index):
@@ -186,30 +187,32 @@ class MultiHeadAttention(keras.layers.Layer):
         self.output_dense.build((None, self.num_heads * self.value_dim))
         self.built = True
 
-    def _project(self, dense, x, head_dim, batch, length):
+    def _project(self, dense, x, head_dim, batch=None, length=None):
         """`dense` on (B', T, D) as one 2-D matmul, split into heads.
 
-        Returns (batch, length, h, head_dim), where batch * length = B' * T:
-        (B', T, ...) itself, or with `batch` = B dividing B', each group of
-        B' / B consecutive rows folded into the length axis.
+        Returns (B', T, h, head_dim), or with `batch` = B dividing B' and
+        `length` = B' / B * T (or -1), (B, length, h, head_dim): each group
+        of B' / B consecutive rows folded into the length axis.
         """
         flat = dense(ops.reshape(x, (-1, x.shape[-1])))  # (B' * T, h * head_dim)
+        if batch is None:
+            return unflatten_rows(flat, x, (self.num_heads, head_dim))
         return ops.reshape(flat, (batch, length, self.num_heads, head_dim))
 
-    def _scaled_queries(self, query, batch, length):
-        """Queries of `query` divided by sqrt(key_dim): (batch, length, h, K)."""
+    def _scaled_queries(self, query, batch=None, length=None):
+        """Queries of `query` divided by sqrt(key_dim): (B', T, h, K), or
+        (batch, length, h, K) folded as in `_project`."""
         queries = self._project(self.query_dense, query, self.key_dim, batch, length)
         return queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
 
     def compute_cache(self, value, key=None):
         """Keys and values of `value` as a (B, h, S, K + V) cross-attention cache."""
-        batch, length = ops.shape(value)[:2]
         head_dim = self.key_dim + self.value_dim
         key_values = self._project(
-            self.key_value_dense, value, head_dim, batch, length
+            self.key_value_dense, value, head_dim
         )  # (B, S, h, K + V)
         if key is not None and key is not value:
-            keys = self._project(self.key_value_dense, key, head_dim, batch, length)
+            keys = self._project(self.key_value_dense, key, head_dim)
             key_values = ops.concatenate(
                 [keys[..., : self.key_dim], key_values[..., self.key_dim :]], axis=-1
             )
@@ -242,10 +245,9 @@ class MultiHeadAttention(keras.layers.Layer):
             context, probabilities, cache = self._attend_cache(
                 query, value, key, cache, cache_index, masks, training
             )  # (B' * T, h * V), (B, h, T', S), (B, h, L, K + V)
-        rows, length = ops.shape(query)[:2]  # B', T
-        outputs = self.output_dense(context)  # (B' * T, D_out)
-        outputs = [ops.reshape(outputs, (rows, length, outputs.shape[-1]))]
+        outputs = [unflatten_rows(self.output_dense(context), query)]  # (B', T, D_out)
         if return_attention_scores:
+            rows, length = ops.shape(query)[:2]  # B', T
             outputs.append(self._per_query_row(probabilities, rows, length))
         if cache is not None and cache_index is not None:
             outputs.append(cache)
@@ -261,14 +263,13 @@ class MultiHeadAttention(keras.layers.Layer):
 
         Returns the context (B * T, h * V) and the probabilities (B, h, T, S).
         """
-        batch, length = ops.shape(query)[:2]
         keys, values = ops.split(
             self.compute_cache(value, key), [self.key_dim], axis=-1
         )  # (B, h, S, K), (B, h, S, V)
-        queries = self._scaled_queries(query, batch, length)  # (B, T, h, K)
+        queries = self._scaled_queries(query)  # (B, T, h, K)
         queries = ops.transpose(queries, (0, 2, 1, 3))  # (B, h, T, K)
         scores = ops.matmul(queries, ops.swapaxes(keys, 2, 3))  # (B, h, T, S)
-        mask = merge_masks(length, ops.shape(keys)[2], **masks)
+        mask = merge_masks(ops.shape(query)[1], ops.shape(keys)[2], **masks)
         probabilities, dropped = self._softmax(scores, mask, training)
         context = ops.matmul(dropped, values)  # (B, h, T, V)
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, T, h, V)
@@ -287,19 +288,16 @@ class MultiHeadAttention(keras.layers.Layer):
         Returns the context (B' * T, h * V), the probabilities
         (B, h, B' / B * T, L) and the cache.
         """
-        rows, length = ops.shape(query)[:2]  # B', T
         if cache_index is None:
-            batch = ops.shape(cache)[0]
-            groups = rows // ops.maximum(batch, 1)  # B' / B query rows per item
+            queries = self._scaled_queries(
+                query, ops.shape(cache)[0], -1
+            )  # (B, T', h, K), T' = B' / B * T
         else:
-            batch, groups = rows, 1
             value = query if value is None else value
             cache = write_positions(
                 cache, self.compute_cache(value, key), cache_index
             )  # (B, h, L, K + V)
-        queries = self._scaled_queries(
-            query, batch, groups * length
-        )  # (B, T', h, K), T' = B' / B * T
+            queries = self._scaled_queries(query)  # (B, T, h, K)
         # Zero value channels make the queries (B, T', h, K + V), so that the
         # scores read the keys straight from the cache (0 * value adds 0):
         # per decoding step, cheaper than copying the keys out of the cache.
@@ -309,7 +307,7 @@ class MultiHeadAttention(keras.layers.Layer):
         # into transposes and a matmul.
         scores = ops.einsum("bhsk,bthk->bhts", cache, queries)  # (B, h, T', L)
         mask = merge_masks(
-            groups * length,
+            ops.shape(queries)[1],
             ops.shape(cache)[2],
             query_offset=0 if cache_index is None else cache_index,
             **masks,

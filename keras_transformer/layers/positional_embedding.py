@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import padding_mask_from_ids
+from keras_transformer.layers.shapes import unflatten_rows
 
 
 def sinusoidal_encoding(length, d_model, start_index=0, dtype="float32"):
@@ -148,8 +149,7 @@ class PositionalEmbedding(keras.layers.Layer):
                 projection_kernel = self.projection_kernel()  # (D, V)
             flat = ops.reshape(inputs, (-1, self.d_model))  # (B * T, D)
             logits = ops.matmul(flat, projection_kernel)  # (B * T, V)
-            logits = ops.reshape(logits, (*ops.shape(inputs)[:-1], self.vocab_size))
-            return ops.cast(logits, "float32")  # (B, T, V)
+            return ops.cast(unflatten_rows(logits, inputs), "float32")  # (B, T, V)
         inputs = ops.cast(inputs, "int32")
         embedded = ops.take(self.embeddings, inputs, axis=0)  # (B, T, D)
         embedded = ops.cast(embedded, self.compute_dtype) * ops.cast(

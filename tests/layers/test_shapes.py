@@ -1,0 +1,37 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.layers.shapes import unflatten_rows
+
+
+def traced_op_types(function, *specs):
+    graph = tf.function(function).get_concrete_function(*specs).graph
+    return {op.type for op in graph.get_operations()}
+
+
+def test_known_inner_axes_need_no_shape_op():
+    def restore(flat, like):
+        return unflatten_rows(flat, like, (2, 4))
+
+    specs = (tf.TensorSpec([None, 8]), tf.TensorSpec([None, 1, 16]))
+    assert "Shape" not in traced_op_types(restore, *specs)
+    outputs = restore(tf.zeros((3, 8)), tf.zeros((3, 1, 16)))
+    assert tuple(outputs.shape) == (3, 1, 2, 4)
+
+
+def test_unknown_inner_axes_are_read_at_run_time():
+    def restore(flat, like):
+        return unflatten_rows(flat, like)
+
+    specs = (tf.TensorSpec([None, 5]), tf.TensorSpec([None, None, 16]))
+    assert "Shape" in traced_op_types(restore, *specs)
+    flat = np.arange(30, dtype="float32").reshape(6, 5)
+    outputs = tf.function(restore)(flat, tf.zeros((2, 3, 16)))
+    np.testing.assert_array_equal(outputs, flat.reshape(2, 3, 5))
+
+
+@pytest.mark.parametrize("like_shape", [(0, 1, 16), (0, 0, 16), (2, 0, 16)])
+def test_empty_tensors(like_shape):
+    outputs = unflatten_rows(tf.zeros((0, 8)), tf.zeros(like_shape))
+    assert tuple(outputs.shape) == (*like_shape[:-1], 8)
