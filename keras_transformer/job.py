@@ -91,7 +91,8 @@ class TranslationJob:
             (Keras's `gradient_accumulation_steps`): an effective batch of
             `gradient_accumulation * tokens_per_batch` tokens, e.g. the
             paper's 25k on a small machine. Warm-up counts updates; epochs,
-            checkpoints and reported steps count batches.
+            checkpoints and reported steps count batches. One device only
+            (`strategy` "default": keras-team/keras#20582).
     Model and training:
         preset: "tiny", "small", "base" or "big"; `model` overrides fields.
         model: `TransformerConfig` field overrides, e.g. {"dropout": 0.2}.
@@ -181,6 +182,13 @@ class TranslationJob:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.gradient_accumulation > 1 and self.strategy != "default":
+            raise ValueError(
+                "gradient_accumulation (--gradient-accumulation) works on one "
+                f"device only, not with strategy {self.strategy!r}: Keras's "
+                "accumulation fails under tf.distribute (keras-team/keras#20582)."
+                " Raise tokens_per_batch instead."
+            )
         if self.extra_train_fraction is not None:
             if not self.extra_train_split:
                 raise ValueError("extra_train_fraction needs an extra_train_split.")

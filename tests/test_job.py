@@ -126,6 +126,8 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, weight_decay=-0.1)
     with pytest.raises(ValueError, match="cooldown_fraction"):
         tiny_job(tmp_path, cooldown_fraction=1.5)
+    with pytest.raises(ValueError, match="one device only, not with strategy"):
+        tiny_job(tmp_path, gradient_accumulation=2, strategy="mirrored")
 
 
 def test_cli_help_lists_the_commands(capsys):

@@ -1,6 +1,7 @@
 """The learning-rate schedule and optimizer of section 5.3."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_transformer.training.fused_adam import FusedAdam
@@ -113,7 +114,9 @@ def transformer_optimizer(
     every Keras optimizer): the mean gradient of k micro-batches makes one
     update, so k batches of B tokens update the model like one batch of kB
     tokens when the micro-batches hold equal numbers of target tokens (the
-    loss is a per-batch token mean). The schedule counts updates.
+    loss is a per-batch token mean). The schedule counts updates. Keras's
+    accumulation fails under a `tf.distribute` strategy
+    (keras-team/keras#20582), so it raises ValueError in a strategy's scope.
 
     Args:
         d_model: the model width.
@@ -141,6 +144,14 @@ def transformer_optimizer(
         raise ValueError(
             "gradient_accumulation_steps must be >= 1, got "
             f"{gradient_accumulation_steps}."
+        )
+    if accumulation > 1 and tf.distribute.has_strategy():
+        raise ValueError(
+            "gradient_accumulation_steps cannot be used under a tf.distribute "
+            "strategy: Keras applies the accumulated gradients inside a "
+            "conditional, where the strategy cannot aggregate them "
+            "(keras-team/keras#20582). Train with larger batches instead, or "
+            "on one device."
         )
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
     schedule = TransformerSchedule(

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
@@ -79,3 +80,25 @@ def test_accumulated_micro_batches_equal_one_large_batch():
         np.testing.assert_allclose(
             weight, expected[path], atol=WEIGHT_ATOL, err_msg=path
         )
+
+
+def test_accumulation_under_a_strategy_is_refused_with_the_keras_issue():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        kt.transformer_optimizer(32, gradient_accumulation_steps=1)  # no error
+        with pytest.raises(ValueError, match="keras-team/keras#20582"):
+            kt.transformer_optimizer(32, gradient_accumulation_steps=2)
+
+
+def test_keras_accumulation_still_fails_under_a_strategy():
+    """Why the refusal above exists; once Keras fixes keras#20582 this fails,
+    and the checks in `transformer_optimizer` and the job can go."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        model = tiny_model()
+        model.compile(
+            optimizer=keras.optimizers.Adam(gradient_accumulation_steps=2),
+            loss=kt.LabelSmoothedCrossEntropy(0.1),
+        )
+    with pytest.raises(RuntimeError, match="merge_call"):
+        model.fit(reversal_batches(MICRO_BATCH), epochs=1, verbose=0)
