@@ -23,13 +23,15 @@ def reversal_examples(count, vocab_size, max_length, seed):
     """Sources of 2..max_length random tokens; targets are them reversed."""
     rng = np.random.default_rng(seed)
     sources = np.zeros((count, max_length), "int32")
-    targets = np.zeros((count, max_length + 2), "int32")
+    decoder_inputs = np.zeros((count, max_length + 1), "int32")
+    labels = np.zeros((count, max_length + 1), "int32")
     for row, length in enumerate(rng.integers(2, max_length + 1, count)):
         tokens = rng.integers(END + 1, vocab_size, length)
         sources[row, :length] = tokens
-        targets[row, : length + 2] = [START, *tokens[::-1], END]
-    inputs = {"encoder_inputs": sources, "decoder_inputs": targets[:, :-1]}
-    return tf.data.Dataset.from_tensor_slices((inputs, targets[:, 1:]))
+        decoder_inputs[row, : length + 1] = [START, *tokens[::-1]]
+        labels[row, : length + 1] = [*tokens[::-1], END]  # inputs shifted left
+    inputs = {"encoder_inputs": sources, "decoder_inputs": decoder_inputs}
+    return tf.data.Dataset.from_tensor_slices((inputs, labels))
 
 
 def main():

@@ -11,10 +11,11 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
+from tests.reversal import END, START, reversal_data
 
 VOCAB_SIZE = 16  # 0 padding, 1 start, 2 end, 3..15 tokens
 MAX_SOURCE_LENGTH = 10
-PAD, START, END = 0, 1, 2
+PAD = 0
 TRAIN_EXAMPLES = 20_000
 HELD_OUT_EXAMPLES = 2_000
 BATCH = 64
@@ -23,24 +24,7 @@ TARGET_ACCURACY = 0.99
 
 
 def reversal_task(count, seed):
-    """`count` random sources of 2-10 tokens and their reversal.
-
-    Returns `(sources, decoder_inputs, labels)`: sources (N, 10), then
-    `[START] + reversed` and `reversed + [END]` (N, 11), all 0-padded.
-    """
-    rng = np.random.default_rng(seed)
-    sources = np.full((count, MAX_SOURCE_LENGTH), PAD, "int32")
-    decoder_inputs = np.full((count, MAX_SOURCE_LENGTH + 1), PAD, "int32")
-    labels = np.full((count, MAX_SOURCE_LENGTH + 1), PAD, "int32")
-    for i in range(count):
-        size = rng.integers(2, MAX_SOURCE_LENGTH + 1)
-        tokens = rng.integers(3, VOCAB_SIZE, size=size)
-        sources[i, :size] = tokens
-        decoder_inputs[i, 0] = START
-        decoder_inputs[i, 1 : size + 1] = tokens[::-1]
-        labels[i, :size] = tokens[::-1]
-        labels[i, size] = END
-    return sources, decoder_inputs, labels
+    return reversal_data(count, VOCAB_SIZE, MAX_SOURCE_LENGTH, seed)
 
 
 def dataset(data, shuffle=False):
