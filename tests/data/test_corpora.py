@@ -121,6 +121,27 @@ def test_files_with_different_line_counts_raise(parallel_files):
         corpora.load_text_corpus(source, target)
 
 
+def test_unicode_line_separators_inside_a_sentence_keep_files_aligned(tmp_path):
+    source, target = tmp_path / "train.de", tmp_path / "train.en"
+    source.write_text("Eins.\u2028Zwei.\nDrei.\x0c\nVier.\r\n", encoding="utf-8")
+    target.write_text("One. Two.\nThree.\nFour.\n", encoding="utf-8")
+    assert corpora.read_parallel_files(source, target) == [
+        ("Eins. Zwei.", "One. Two."),
+        ("Drei.", "Three."),
+        ("Vier.", "Four."),
+    ]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("Eins.\x85Zwei.\tOne. Two.\nDrei.\tThree.\n", encoding="utf-8")
+    assert corpora.read_tsv(tsv) == [("Eins. Zwei.", "One. Two."), ("Drei.", "Three.")]
+
+
+def test_a_file_that_is_not_utf8_raises_naming_it(tmp_path, parallel_files):
+    latin1 = tmp_path / "latin1.de"
+    latin1.write_bytes("Grüße.\nDanke.\nBitte.\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.de' is not UTF-8 text .*iconv"):
+        corpora.load_text_corpus(latin1, parallel_files[1])
+
+
 def test_reads_a_tsv_file(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text(
