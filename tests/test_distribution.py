@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
+from tests.reversal import reversal_rows
 
 VOCAB_SIZE = 20
 GLOBAL_BATCH = 8
@@ -28,7 +29,7 @@ LEARNING_RATE = 0.5
 LOSS_RTOL = 1e-5
 WEIGHT_ATOL = 1e-5
 SUBPROCESS_TIMEOUT_S = 240
-TESTS_DIR = pathlib.Path(__file__).resolve().parent
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 CONFIG = dict(
     vocab_size=VOCAB_SIZE,
@@ -58,7 +59,7 @@ MIRRORED_SCRIPT = textwrap.dedent(
     import numpy as np
 
     sys.path.insert(0, sys.argv[2])
-    import test_distribution as t
+    from tests import test_distribution as t
 
     workdir = sys.argv[1]
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -85,21 +86,11 @@ def make_data():
     mean would weight the tokens of the short half more heavily.
     """
     rng = np.random.default_rng(7)
-    count = GLOBAL_BATCH * NUM_BATCHES
-    length = 10
-    sources = np.zeros((count, length), "int32")
-    decoder_inputs = np.zeros((count, length + 1), "int32")
-    labels = np.zeros((count, length + 1), "int32")
-    for i in range(count):
-        short = i % GLOBAL_BATCH < GLOBAL_BATCH // 2
-        size = rng.integers(2, 4) if short else rng.integers(9, 11)
-        tokens = rng.integers(3, VOCAB_SIZE, size=size)
-        sources[i, :size] = tokens
-        decoder_inputs[i, 0] = 1
-        decoder_inputs[i, 1 : size + 1] = tokens[::-1]
-        labels[i, :size] = tokens[::-1]
-        labels[i, size] = 2
-    return sources, decoder_inputs, labels
+    is_short = np.arange(GLOBAL_BATCH * NUM_BATCHES) % GLOBAL_BATCH < GLOBAL_BATCH // 2
+    lengths = [
+        rng.integers(2, 4) if short else rng.integers(9, 11) for short in is_short
+    ]
+    return reversal_rows(lengths, VOCAB_SIZE, 10, rng)
 
 
 def load_data(path):
@@ -194,7 +185,7 @@ def test_mirrored_fit_equals_single_device_fit(tmp_path):
     script = tmp_path / "mirrored.py"
     script.write_text(MIRRORED_SCRIPT)
     result = subprocess.run(
-        [sys.executable, str(script), str(tmp_path), str(TESTS_DIR)],
+        [sys.executable, str(script), str(tmp_path), str(REPO_ROOT)],
         capture_output=True,
         text=True,
         timeout=SUBPROCESS_TIMEOUT_S,

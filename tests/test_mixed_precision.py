@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
+from tests.reversal import reversal_data
 
 VOCAB_SIZE = 24
 BATCH = 8
@@ -35,19 +36,7 @@ def tiny_config(**overrides):
 
 def copy_task(count, seed):
     """Random sources of 2-8 tokens, their reversal as target, 0-padded."""
-    rng = np.random.default_rng(seed)
-    length = 8
-    sources = np.zeros((count, length), "int32")
-    decoder_inputs = np.zeros((count, length + 1), "int32")
-    labels = np.zeros((count, length + 1), "int32")
-    for i in range(count):
-        size = rng.integers(2, length + 1)
-        tokens = rng.integers(3, VOCAB_SIZE, size=size)
-        sources[i, :size] = tokens
-        decoder_inputs[i, 0] = 1
-        decoder_inputs[i, 1 : size + 1] = tokens[::-1]
-        labels[i, :size] = tokens[::-1]
-        labels[i, size] = 2
+    sources, decoder_inputs, labels = reversal_data(count, VOCAB_SIZE, 8, seed)
     return {"encoder_inputs": sources, "decoder_inputs": decoder_inputs}, labels
 
 
