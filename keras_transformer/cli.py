@@ -14,7 +14,7 @@ import json
 import sys
 
 from keras_transformer.job import PRESETS, TranslationJob
-from keras_transformer.training import STRATEGIES
+from keras_transformer.training import PRECISIONS, STRATEGIES
 
 
 def _train_parser(commands):
@@ -126,7 +126,9 @@ def _train_parser(commands):
     training.add_argument(
         "--precision",
         default=defaults.precision,
-        choices=("float32", "mixed_float16", "mixed_bfloat16"),
+        choices=PRECISIONS,
+        help="auto: mixed_bfloat16 on a CPU with bfloat16 matmul instructions"
+        " (AVX512_BF16, AMX) and no GPU, float32 elsewhere",
     )
     training.add_argument(
         "--strategy",

@@ -37,10 +37,13 @@ from keras_transformer.evaluation import BleuCallback, corpus_scores
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.models import TransformerConfig, build_transformer
 from keras_transformer.training import (
+    PRECISIONS,
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
     check_strategy,
+    global_dtype_policy,
     make_strategy,
+    resolve_precision,
     transformer_optimizer,
     worker_directory,
 )
@@ -109,7 +112,9 @@ class TranslationJob:
         average_last: average the last N checkpoints at the end; 1 keeps
             the final weights (after the cool-down to a learning rate of 0,
             averaging scored lower).
-        precision: "float32", "mixed_float16" or "mixed_bfloat16".
+        precision: "auto" (`resolve_precision`: mixed_bfloat16 on a CPU with
+            bfloat16 matmul instructions and no GPU, float32 elsewhere),
+            "float32", "mixed_float16" or "mixed_bfloat16".
         strategy: "default" (one device), "mirrored" (the local GPUs) or
             "multi_worker" (the hosts in `TF_CONFIG`; `output_dir` must be
             storage they share); see `make_strategy`. `tokens_per_batch` is
@@ -150,7 +155,7 @@ class TranslationJob:
     steps_per_epoch: int | None = 125
     checkpoint_every: int = 125
     average_last: int = 1
-    precision: str = "float32"
+    precision: str = "auto"
     strategy: str = "default"
     logical_cpus: int = 0
     seed: int = 0
@@ -168,6 +173,10 @@ class TranslationJob:
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
         check_strategy(self.strategy, self.logical_cpus)
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {PRECISIONS}, got {self.precision!r}."
+            )
         if self.corpus == "files" and len(self.train_files) not in (1, 2):
             raise ValueError(
                 "corpus 'files' needs train_files: (source, target) or (tsv,), "
@@ -285,8 +294,14 @@ def run_translation_job(job, log=print):
     with open(os.path.join(job.output_dir, "job.json"), "w") as file:
         json.dump(dataclasses.asdict(job), file, indent=2)  # for `evaluate_run`
     keras.utils.set_random_seed(job.seed)
-    keras.mixed_precision.set_global_policy(job.precision)
+    with global_dtype_policy(resolve_precision(job.precision)):
+        return _train_evaluate_export(
+            job, strategy, chief_checkpoints, changed, started, log
+        )
 
+
+def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, log):
+    """`run_translation_job` after its set-up, under the run's dtype policy."""
     splits = load_splits(job)
     validation_sources, validation_targets = dataset_to_lists(splits["validation"])
     test_sources, test_targets = dataset_to_lists(
@@ -339,7 +354,8 @@ def run_translation_job(job, log=print):
     log(
         f"Model: {model.count_params():,} parameters, {config}\n"
         f"Training: {steps_per_epoch} steps per epoch, {job.epochs} epochs, "
-        f"{strategy.num_replicas_in_sync} replica(s)"
+        f"{strategy.num_replicas_in_sync} replica(s), "
+        f"{keras.mixed_precision.global_policy().name}"
         + (f", resuming at step {step}" if step else "")
     )
     if step and changed:
@@ -411,6 +427,7 @@ def run_translation_job(job, log=print):
         "steps": checkpoints.step,
         "fit_seconds": round(fit_seconds, 1),
         "fit_cpu_seconds": round(fit_cpu_seconds, 1),  # all threads of the process
+        "precision": keras.mixed_precision.global_policy().name,
         "history": history,  # this run's epochs (not those before a resume)
         "total_seconds": round(time.time() - started, 1),
         "export_path": export_path,
@@ -456,9 +473,10 @@ def averaged_model(output_dir, last=None):
     """A job's model with the mean weights of its last `last` checkpoints.
 
     Reads what `run_translation_job` wrote to `output_dir`
-    (`model_config.json` and `checkpoints/`), so it works on an interrupted
-    run too. Only the checkpoints still on disk can be averaged: the job
-    keeps `max(average_last, 2)` of them.
+    (`job.json`, `model_config.json` and `checkpoints/`), so it works on an
+    interrupted run too. The model computes in the run's precision. Only
+    the checkpoints still on disk can be averaged: the job keeps
+    `max(average_last, 2)` of them.
 
     Args:
         output_dir: the `output_dir` of a `keras-transformer train` run.
@@ -474,12 +492,14 @@ def averaged_model(output_dir, last=None):
             f"{config_path} does not exist: {output_dir!r} is not the output_dir "
             "of a `keras-transformer train` run."
         )
-    if last is None:
-        last = saved_job(output_dir).average_last
+    job = saved_job(output_dir)
+    last = job.average_last if last is None else last
     if last < 1:
         raise ValueError(f"last must be >= 1, got {last}.")
     with open(config_path) as file:
-        model = build_transformer(TransformerConfig.from_dict(json.load(file)))
+        config = TransformerConfig.from_dict(json.load(file))
+    with global_dtype_policy(resolve_precision(job.precision)):
+        model = build_transformer(config)
     directory = os.path.join(output_dir, "checkpoints")
     paths = tf.train.get_checkpoint_state(directory)
     paths = list(paths.all_model_checkpoint_paths) if paths else []

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
@@ -18,6 +19,7 @@ from keras_transformer.job import (
     load_splits,
     run_translation_job,
 )
+from keras_transformer.training import resolve_precision
 
 
 def tiny_job(tmp_path, **overrides):
@@ -45,6 +47,8 @@ def tiny_job(tmp_path, **overrides):
 @pytest.mark.slow
 def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     results = run_translation_job(tiny_job(tmp_path), log=lambda *_: None)
+    assert results["precision"] == resolve_precision("auto")  # the default
+    assert keras.mixed_precision.global_policy().name == "float32"  # restored
     assert results["steps"] == 6
     assert list(results["history"]) == [1]
     assert {"loss", "val_loss", "val_bleu"} <= set(results["history"][1])
@@ -114,6 +118,8 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, epochs=0)
     with pytest.raises(ValueError, match="strategy"):
         tiny_job(tmp_path, strategy="tpu")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        tiny_job(tmp_path, precision="bfloat16")
     with pytest.raises(ValueError, match="logical_cpus=2 needs strategy 'mirrored'"):
         tiny_job(tmp_path, logical_cpus=2)
     with pytest.raises(ValueError, match="needs an extra_train_split"):

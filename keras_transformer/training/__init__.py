@@ -1,4 +1,4 @@
-"""The paper's training recipe (schedule, optimizer, loss, metric) and where it runs."""
+"""The paper's training recipe (schedule, optimizer, loss, metric) and how it runs."""
 
 from keras_transformer.training.distribution import (
     STRATEGIES,
@@ -12,12 +12,18 @@ from keras_transformer.training.distribution import (
 from keras_transformer.training.fused_adam import FusedAdam
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
+from keras_transformer.training.precision import (
+    PRECISIONS,
+    global_dtype_policy,
+    resolve_precision,
+)
 from keras_transformer.training.schedules import (
     TransformerSchedule,
     transformer_optimizer,
 )
 
 __all__ = [
+    "PRECISIONS",
     "STRATEGIES",
     "FusedAdam",
     "LabelSmoothedCrossEntropy",
@@ -25,9 +31,11 @@ __all__ = [
     "TransformerSchedule",
     "check_strategy",
     "configure_logical_cpus",
+    "global_dtype_policy",
     "is_chief",
     "make_strategy",
     "read_tf_config",
+    "resolve_precision",
     "transformer_optimizer",
     "worker_directory",
 ]
