@@ -473,9 +473,10 @@ def averaged_model(output_dir, last=None):
     """A job's model with the mean weights of its last `last` checkpoints.
 
     Reads what `run_translation_job` wrote to `output_dir`
-    (`job.json`, `model_config.json` and `checkpoints/`), so it works on an
-    interrupted run too. The model computes in the run's precision. Only
-    the checkpoints still on disk can be averaged: the job keeps
+    (`model_config.json`, `checkpoints/` and `job.json`), so it works on an
+    interrupted run too. The model computes in the run's precision
+    (float32 when `job.json` is missing and `last` is given). Only the
+    checkpoints still on disk can be averaged: the job keeps
     `max(average_last, 2)` of them.
 
     Args:
@@ -492,13 +493,14 @@ def averaged_model(output_dir, last=None):
             f"{config_path} does not exist: {output_dir!r} is not the output_dir "
             "of a `keras-transformer train` run."
         )
-    job = saved_job(output_dir)
+    has_job = os.path.exists(os.path.join(output_dir, "job.json"))
+    job = saved_job(output_dir) if has_job or last is None else None
     last = job.average_last if last is None else last
     if last < 1:
         raise ValueError(f"last must be >= 1, got {last}.")
     with open(config_path) as file:
         config = TransformerConfig.from_dict(json.load(file))
-    with global_dtype_policy(resolve_precision(job.precision)):
+    with global_dtype_policy(resolve_precision(job.precision) if job else "float32"):
         model = build_transformer(config)
     directory = os.path.join(output_dir, "checkpoints")
     paths = tf.train.get_checkpoint_state(directory)

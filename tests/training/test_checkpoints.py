@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import keras_transformer as kt
 from keras_transformer.cli import main
+from keras_transformer.job import averaged_model
 from keras_transformer.training.checkpoints import (
     CheckpointCallback,
     CheckpointCorruptedError,
@@ -84,6 +85,17 @@ def test_average_command_writes_the_averaged_model(tmp_path, capsys):
         np.testing.assert_allclose(weight, np.mean([s[i] for s in saved], 0), atol=1e-6)
     with pytest.raises(FileNotFoundError, match="not the output_dir"):
         main(["average", str(tmp_path), str(tmp_path / "x.keras")])
+
+
+def test_the_averaged_model_computes_in_the_runs_precision(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "model_config.json").write_text(json.dumps(CONFIG.to_dict()))
+    checkpoints_with_random_weights(run / "checkpoints", 2)
+    (run / "job.json").write_text(json.dumps({"precision": "mixed_bfloat16"}))
+    model, paths = averaged_model(str(run), last=2)
+    assert model.dtype_policy.name == "mixed_bfloat16" and len(paths) == 2
+    assert keras.mixed_precision.global_policy().name == "float32"
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncate"])
