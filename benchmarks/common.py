@@ -20,6 +20,8 @@ import keras
 import keras_hub
 import tensorflow as tf
 
+from keras_transformer.training.precision import linux_cpu_fields
+
 
 def median(values):
     """The median of a non-empty list of numbers."""
@@ -72,11 +74,8 @@ def environment(threads=None):
 
 def cpu_description():
     """The CPU's model name and its matmul-relevant instruction sets (Linux)."""
-    try:
-        with open("/proc/cpuinfo") as file:
-            fields = [line.split(":", 1) for line in file if ":" in line]
-        fields = {key.strip(): value.strip() for key, value in fields}  # last CPU's
-    except OSError:
+    fields = linux_cpu_fields()
+    if not fields:
         return platform.processor() or None
     flags = set(fields.get("flags", "").split())
     wanted = ("avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile")

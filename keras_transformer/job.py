@@ -37,9 +37,9 @@ from keras_transformer.evaluation import BleuCallback, corpus_scores
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.models import TransformerConfig, build_transformer
 from keras_transformer.training import (
-    PRECISIONS,
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
+    check_precision,
     check_strategy,
     global_dtype_policy,
     make_strategy,
@@ -173,10 +173,7 @@ class TranslationJob:
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
         check_strategy(self.strategy, self.logical_cpus)
-        if self.precision not in PRECISIONS:
-            raise ValueError(
-                f"precision must be one of {PRECISIONS}, got {self.precision!r}."
-            )
+        check_precision(self.precision)
         if self.corpus == "files" and len(self.train_files) not in (1, 2):
             raise ValueError(
                 "corpus 'files' needs train_files: (source, target) or (tsv,), "
@@ -487,20 +484,28 @@ def averaged_model(output_dir, last=None):
     Returns:
         (model, checkpoint paths averaged).
     """
+    has_job = os.path.exists(os.path.join(output_dir, "job.json"))
+    job = saved_job(output_dir) if has_job or last is None else None
+    return _checkpoints_model(
+        output_dir,
+        job.average_last if last is None else last,
+        job.precision if job else "float32",
+    )
+
+
+def _checkpoints_model(output_dir, last, precision):
+    """`averaged_model` with `last` and the run's `precision` already known."""
     config_path = os.path.join(output_dir, "model_config.json")
     if not os.path.exists(config_path):
         raise FileNotFoundError(
             f"{config_path} does not exist: {output_dir!r} is not the output_dir "
             "of a `keras-transformer train` run."
         )
-    has_job = os.path.exists(os.path.join(output_dir, "job.json"))
-    job = saved_job(output_dir) if has_job or last is None else None
-    last = job.average_last if last is None else last
     if last < 1:
         raise ValueError(f"last must be >= 1, got {last}.")
     with open(config_path) as file:
         config = TransformerConfig.from_dict(json.load(file))
-    with global_dtype_policy(resolve_precision(job.precision) if job else "float32"):
+    with global_dtype_policy(resolve_precision(precision)):
         model = build_transformer(config)
     directory = os.path.join(output_dir, "checkpoints")
     paths = tf.train.get_checkpoint_state(directory)
@@ -539,11 +544,11 @@ def evaluate_run(
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}.")
     job = saved_job(output_dir)
-    last = job.average_last if last is None else last  # read job.json once
+    last = job.average_last if last is None else last
     beam_size = job.beam_size if beam_size is None else beam_size
     alpha = job.alpha if alpha is None else alpha
     sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
-    model, paths = averaged_model(output_dir, last)
+    model, paths = _checkpoints_model(output_dir, last, job.precision)
     tokenizer = SubwordTokenizer.load(tokenizer_path(output_dir))
     translator = Translator(model, tokenizer, beam_size, alpha)
     function = translator.greedy if beam_size == 1 else translator.translate

@@ -14,6 +14,7 @@ from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.precision import (
     PRECISIONS,
+    check_precision,
     global_dtype_policy,
     resolve_precision,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",
     "TransformerSchedule",
+    "check_precision",
     "check_strategy",
     "configure_logical_cpus",
     "global_dtype_policy",

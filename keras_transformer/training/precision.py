@@ -19,6 +19,12 @@ PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 BFLOAT16_MATMUL_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
+def check_precision(precision):
+    """Raises `ValueError` unless `precision` is one of `PRECISIONS`."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
+
+
 def resolve_precision(precision, cpu_flags=None, has_gpu=None):
     """The Keras dtype policy name that `precision` stands for.
 
@@ -32,8 +38,7 @@ def resolve_precision(precision, cpu_flags=None, has_gpu=None):
         "mixed_bfloat16" for "auto" on a machine without GPUs whose CPU
         has one of `BFLOAT16_MATMUL_FLAGS`, else "float32" for "auto".
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
+    check_precision(precision)
     if precision != "auto":
         return precision
     if has_gpu is None:
@@ -62,12 +67,19 @@ def global_dtype_policy(name):
 
 def linux_cpu_flags():
     """The instruction-set flags of the first CPU in `/proc/cpuinfo` (a set)."""
+    return set(linux_cpu_fields().get("flags", "").split())
+
+
+def linux_cpu_fields():
+    """The fields of the first CPU in `/proc/cpuinfo`; {} where it does not exist."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as file:
             for line in file:
+                if not line.strip():  # the blank line after the first CPU
+                    break
                 key, _, value = line.partition(":")
-                if key.strip() == "flags":
-                    return set(value.split())
+                fields[key.strip()] = value.strip()
     except OSError:
         pass
-    return set()
+    return fields
