@@ -7,6 +7,11 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_transformer.layers.cache_products import (
+    cache_context,
+    cache_scores,
+    few_query_rows,
+)
 from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 from keras_transformer.layers.shapes import unflatten_rows
@@ -306,10 +311,8 @@ class MultiHeadAttention(keras.layers.Layer):
         # scores read the keys straight from the cache (0 * value adds 0):
         # per decoding step, cheaper than copying the keys out of the cache.
         queries = ops.pad(queries, [(0, 0), (0, 0), (0, 0), (0, self.value_dim)])
-        # Both products are single einsum ops whose layouts need no transpose
-        # op; Keras's TensorFlow backend would turn, e.g., "bthk,bhsk->bhts"
-        # into transposes and a matmul.
-        scores = ops.einsum("bhsk,bthk->bhts", cache, queries)  # (B, h, T', L)
+        elementwise = few_query_rows(queries)
+        scores = cache_scores(cache, queries, elementwise)  # (B, h, T', L)
         mask = merge_masks(
             ops.shape(queries)[1],
             ops.shape(cache)[2],
@@ -317,7 +320,7 @@ class MultiHeadAttention(keras.layers.Layer):
             **masks,
         )
         probabilities, dropped = self._softmax(scores, mask, training, decoding=True)
-        context = ops.einsum("bhts,bhsk->bthk", dropped, cache)  # (B, T', h, K + V)
+        context = cache_context(dropped, cache, elementwise)  # (B, T', h, K + V)
         context = ops.reshape(
             context[..., self.key_dim :], (-1, self.num_heads * self.value_dim)
         )  # (B' * T, h * V)
