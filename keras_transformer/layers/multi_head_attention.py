@@ -14,7 +14,7 @@ from keras_transformer.layers.cache_products import (
 )
 from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
-from keras_transformer.layers.shapes import unflatten_rows
+from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
 
 def write_positions(cache, updates, index):
@@ -34,18 +34,6 @@ def write_positions(cache, updates, index):
     positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
     indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
     return ops.scatter_update(cache, indices, updates)
-
-
-def swap_axes_1_and_2(x):
-    """(B, A, C, d) -> (B, C, A, d), by a reshape when A or C is statically 1.
-
-    Moving an axis of size 1 moves no data, but a transpose would still run
-    a kernel at every decoding step, where the length is 1.
-    """
-    _, a, c, d = x.shape
-    if None not in (a, c) and 1 in (a, c):
-        return ops.reshape(x, (-1, c, a, d))
-    return ops.transpose(x, (0, 2, 1, 3))
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")

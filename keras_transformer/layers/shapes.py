@@ -30,3 +30,15 @@ def unflatten_rows(flat, like, trailing=None):
     if None in inner or 0 in inner:  # -1 cannot size an empty tensor
         return ops.reshape(flat, (*ops.shape(like)[:-1], *trailing))
     return ops.reshape(flat, (-1, *inner, *trailing))
+
+
+def swap_axes_1_and_2(x):
+    """(B, A, C, d) -> (B, C, A, d), by a reshape when A or C is statically 1.
+
+    Moving an axis of size 1 moves no data, but a transpose would still run
+    a kernel at every decoding step, where the length is 1.
+    """
+    _, a, c, d = x.shape
+    if None not in (a, c) and 1 in (a, c):
+        return ops.reshape(x, (-1, c, a, d))
+    return ops.transpose(x, (0, 2, 1, 3))
