@@ -99,7 +99,9 @@ def decode(
     inside a `tf.function`, e.g. with input signature
     `tf.TensorSpec([None, None], tf.int32)`, where it traces once, and with
     `jit_compile=True` (XLA bounds the data-dependent length by
-    `max_length`).
+    `max_length`). Where the batch size is unknown when tracing, the graph
+    holds the decoding loop twice: a batch of one source runs a copy traced
+    for batch size 1, about 1.15x faster for greedy decoding on a CPU.
 
     Args:
         model: a `keras_transformer.Transformer`.
@@ -142,23 +144,38 @@ def decode(
     check_positive_int("max_length", max_length)
 
     encoder_inputs = tf.cast(encoder_inputs, tf.int32)  # (B, S)
-    limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
-    buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
-    encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
-    cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
-    next_fn, state = make_next_fn(model, cache)
-    start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
-    arguments = dict(
-        next_fn=next_fn,
-        start_ids=start_ids,
-        cache=state,
-        max_length=buffer_length,
-        end_id=end_id,
-        max_lengths=limits,
+
+    def decode_batch(encoder_inputs):
+        limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
+        buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
+        encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
+        cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
+        next_fn, state = make_next_fn(model, cache)
+        start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
+        arguments = dict(
+            next_fn=next_fn,
+            start_ids=start_ids,
+            cache=state,
+            max_length=buffer_length,
+            end_id=end_id,
+            max_lengths=limits,
+        )
+        if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
+            ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
+            return ids[:, None], scores[:, None]
+        return beam_search(
+            **arguments, beam_size=beam_size, alpha=alpha, num_results=num_results
+        )  # (B, N, L), (B, N)
+
+    if encoder_inputs.shape[0] is not None:
+        return decode_batch(encoder_inputs)
+    # Traced for any batch size (a signature), every step reads the batch
+    # size with shape ops and chooses each attention's products with a
+    # conditional (`cache_products`). One source, the usual request, takes
+    # a branch traced for a batch of 1, where both are settled when tracing
+    # (README, "Decoding speed").
+    return tf.cond(
+        tf.equal(tf.shape(encoder_inputs)[0], 1),
+        lambda: decode_batch(tf.ensure_shape(encoder_inputs, [1, None])),
+        lambda: decode_batch(encoder_inputs),
     )
-    if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
-        ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
-        return ids[:, None], scores[:, None]
-    return beam_search(
-        **arguments, beam_size=beam_size, alpha=alpha, num_results=num_results
-    )  # (B, N, L), (B, N)

@@ -5,8 +5,10 @@ scores and for the context. As single einsum ops these need no transpose
 op, but on a CPU each einsum (a oneDNN kernel) costs about 70 us even at
 one query row, where its arithmetic takes a few microseconds. Up to
 `ELEMENTWISE_MAX_ROWS` query rows a broadcast multiply and a sum are
-cheaper; beyond that the einsum is (README, "Decoding speed"). The choice
-is made at run time, so one traced function serves every batch size.
+cheaper; beyond that the einsum is (README, "Decoding speed"). Where the
+number of query rows is known when tracing, the choice is made then;
+otherwise at run time, so that one traced function serves every batch
+size.
 """
 
 import tensorflow as tf
@@ -23,10 +25,13 @@ ELEMENTWISE_MAX_ROWS = 4
 def few_query_rows(queries):
     """Whether `queries` (B, T', h, C) has at most `ELEMENTWISE_MAX_ROWS` rows.
 
-    h and C must be known when tracing; the row count is read from the
+    A Python bool where B and T' are known when tracing. Otherwise a boolean
+    scalar tensor (h and C must be known): the row count is read from the
     size, one op at every decoding step instead of five.
     """
-    _, _, heads, channels = queries.shape
+    batch, query_length, heads, channels = queries.shape
+    if batch is not None and query_length is not None:
+        return batch * query_length <= ELEMENTWISE_MAX_ROWS
     return tf.size(queries) <= ELEMENTWISE_MAX_ROWS * heads * channels
 
 
@@ -36,7 +41,7 @@ def cache_scores(cache, queries, elementwise):
     Args:
         cache: (B, h, L, C).
         queries: (B, T', h, C).
-        elementwise: a boolean scalar tensor, from `few_query_rows`.
+        elementwise: a bool or boolean scalar tensor, from `few_query_rows`.
 
     Example:
 
@@ -52,7 +57,7 @@ def cache_scores(cache, queries, elementwise):
         products = _float32(cache)[:, :, None] * per_head[:, :, :, None]
         return tf.cast(tf.reduce_sum(products, axis=-1), cache.dtype)
 
-    return tf.cond(
+    return _either(
         elementwise,
         multiply_and_sum,
         lambda: tf.einsum("bhsk,bthk->bhts", cache, queries),
@@ -65,7 +70,7 @@ def cache_context(probabilities, cache, elementwise):
     Args:
         probabilities: (B, h, T', L).
         cache: (B, h, L, C).
-        elementwise: a boolean scalar tensor, from `few_query_rows`.
+        elementwise: a bool or boolean scalar tensor, from `few_query_rows`.
     """
 
     def multiply_and_sum():
@@ -73,11 +78,18 @@ def cache_context(probabilities, cache, elementwise):
         context = tf.reduce_sum(weighted, axis=3)  # (B, h, T', C)
         return tf.cast(swap_axes_1_and_2(context), cache.dtype)
 
-    return tf.cond(
+    return _either(
         elementwise,
         multiply_and_sum,
         lambda: tf.einsum("bhts,bhsk->bthk", probabilities, cache),
     )  # (B, T', h, C)
+
+
+def _either(elementwise, multiply_and_sum, einsum):
+    """One way, chosen now for a bool or by a `tf.cond` for a tensor."""
+    if isinstance(elementwise, bool):
+        return multiply_and_sum() if elementwise else einsum()
+    return tf.cond(elementwise, multiply_and_sum, einsum)
 
 
 def _float32(x):
