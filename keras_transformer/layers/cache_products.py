@@ -36,7 +36,12 @@ def few_query_rows(queries):
 
 
 def cache_scores(cache, queries, elementwise):
-    """Dot products of each query with each cached key: (B, h, T', L).
+    """Dot products of each query with each cached key: (B, T', h, L).
+
+    Scores keep the queries' layout, query axis before heads, so that the
+    elementwise way moves no data: a transpose is a oneDNN kernel on a CPU,
+    as costly per call as the einsum. The einsum's own layout has heads
+    first; it swaps the axes, free where T' is statically 1.
 
     Args:
         cache: (B, h, L, C).
@@ -49,39 +54,37 @@ def cache_scores(cache, queries, elementwise):
     >>> queries = tf.ones((1, 1, 2, 4))  # one query
     >>> scores = cache_scores(cache, queries, few_query_rows(queries))
     >>> tuple(scores.shape), float(scores[0, 0, 0, 0])
-    ((1, 2, 1, 3), 4.0)
+    ((1, 1, 2, 3), 4.0)
     """
 
     def multiply_and_sum():
-        per_head = _float32(swap_axes_1_and_2(queries))  # (B, h, T', C)
-        products = _float32(cache)[:, :, None] * per_head[:, :, :, None]
+        products = _float32(cache)[:, None] * _float32(queries)[:, :, :, None]
         return tf.cast(tf.reduce_sum(products, axis=-1), cache.dtype)
 
     return _either(
         elementwise,
         multiply_and_sum,
-        lambda: tf.einsum("bhsk,bthk->bhts", cache, queries),
-    )  # (B, h, T', L)
+        lambda: swap_axes_1_and_2(tf.einsum("bhsk,bthk->bhts", cache, queries)),
+    )  # (B, T', h, L)
 
 
 def cache_context(probabilities, cache, elementwise):
     """The cached rows weighted by `probabilities`: (B, T', h, C).
 
     Args:
-        probabilities: (B, h, T', L).
+        probabilities: (B, T', h, L).
         cache: (B, h, L, C).
         elementwise: a bool or boolean scalar tensor, from `few_query_rows`.
     """
 
     def multiply_and_sum():
-        weighted = _float32(probabilities)[..., None] * _float32(cache)[:, :, None]
-        context = tf.reduce_sum(weighted, axis=3)  # (B, h, T', C)
-        return tf.cast(swap_axes_1_and_2(context), cache.dtype)
+        weighted = _float32(probabilities)[..., None] * _float32(cache)[:, None]
+        return tf.cast(tf.reduce_sum(weighted, axis=3), cache.dtype)
 
     return _either(
         elementwise,
         multiply_and_sum,
-        lambda: tf.einsum("bhts,bhsk->bthk", probabilities, cache),
+        lambda: tf.einsum("bhts,bhsk->bthk", swap_axes_1_and_2(probabilities), cache),
     )  # (B, T', h, C)
 
 

@@ -241,11 +241,13 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             context, probabilities, cache = self._attend_cache(
                 query, value, key, cache, cache_index, masks, training
-            )  # (B' * T, h * V), (B, h, T', S), (B, h, L, K + V)
+            )  # (B' * T, h * V), (B, T', h, S), (B, h, L, K + V)
         outputs = [unflatten_rows(self.output_dense(context), query)]  # (B', T, D_out)
         if return_attention_scores:
-            rows, length = ops.shape(query)[:2]  # B', T
-            outputs.append(self._per_query_row(probabilities, rows, length))
+            if cache is not None:
+                rows, length = ops.shape(query)[:2]  # B', T
+                probabilities = self._per_query_row(probabilities, rows, length)
+            outputs.append(probabilities)  # (B', h, T, S)
         if cache is not None and cache_index is not None:
             outputs.append(cache)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -283,7 +285,8 @@ class MultiHeadAttention(keras.layers.Layer):
         into the self-attention cache at `cache_index`.
 
         Returns the context (B' * T, h * V), the probabilities
-        (B, h, B' / B * T, L) and the cache.
+        (B, B' / B * T, h, L), queries before heads as in `cache_products`,
+        and the cache.
         """
         if cache_index is None:
             queries = self._scaled_queries(
@@ -300,13 +303,15 @@ class MultiHeadAttention(keras.layers.Layer):
         # per decoding step, cheaper than copying the keys out of the cache.
         queries = ops.pad(queries, [(0, 0), (0, 0), (0, 0), (0, self.value_dim)])
         elementwise = few_query_rows(queries)
-        scores = cache_scores(cache, queries, elementwise)  # (B, h, T', L)
+        scores = cache_scores(cache, queries, elementwise)  # (B, T', h, L)
         mask = merge_masks(
             ops.shape(queries)[1],
             ops.shape(cache)[2],
             query_offset=0 if cache_index is None else cache_index,
             **masks,
-        )
+        )  # (B|1, 1, T', L) or None
+        if mask is not None and mask.shape[2] != 1:  # one that varies by query
+            mask = mask[:, 0, :, None, :]  # (B|1, T', 1, L), the scores' layout
         probabilities, dropped = self._softmax(scores, mask, training, decoding=True)
         context = cache_context(dropped, cache, elementwise)  # (B, T', h, K + V)
         context = ops.reshape(
@@ -338,14 +343,10 @@ class MultiHeadAttention(keras.layers.Layer):
         return probabilities, self.dropout_layer(probabilities, training=training)
 
     def _per_query_row(self, probabilities, rows, length):
-        """(B, h, B' / B * T, S) probabilities as (B', h, T, S)."""
-        batch, heads, _, key_length = ops.shape(probabilities)
-        grouped = ops.reshape(
-            probabilities,
-            (batch, heads, rows // ops.maximum(batch, 1), length, key_length),
-        )  # (B, h, B' / B, T, S)
-        grouped = ops.transpose(grouped, (0, 2, 1, 3, 4))  # (B, B' / B, h, T, S)
-        return ops.reshape(grouped, (rows, heads, length, key_length))
+        """(B, B' / B * T, h, S) probabilities of the cached path as (B', h, T, S)."""
+        _, _, heads, key_length = ops.shape(probabilities)
+        per_row = ops.reshape(probabilities, (rows, length, heads, key_length))
+        return ops.transpose(per_row, (0, 2, 1, 3))  # (B', h, T, S)
 
     def get_config(self):
         config = super().get_config()

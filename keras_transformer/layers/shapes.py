@@ -33,12 +33,16 @@ def unflatten_rows(flat, like, trailing=None):
 
 
 def swap_axes_1_and_2(x):
-    """(B, A, C, d) -> (B, C, A, d), by a reshape when A or C is statically 1.
+    """(B, A, C, d) -> (B, C, A, d), without a transpose when A or C is 1.
 
     Moving an axis of size 1 moves no data, but a transpose would still run
-    a kernel at every decoding step, where the length is 1.
+    a kernel at every decoding step, where the length is 1. With A or C
+    statically 1 the axes move by a reshape (by dropping and adding the
+    axis where d is unknown).
     """
     _, a, c, d = x.shape
-    if None not in (a, c) and 1 in (a, c):
-        return ops.reshape(x, (-1, c, a, d))
-    return ops.transpose(x, (0, 2, 1, 3))
+    if None in (a, c) or 1 not in (a, c):
+        return ops.transpose(x, (0, 2, 1, 3))
+    if d is None:
+        return ops.expand_dims(ops.squeeze(x, 1 if a == 1 else 2), 2 if a == 1 else 1)
+    return ops.reshape(x, (-1, c, a, d))

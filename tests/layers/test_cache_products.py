@@ -14,7 +14,7 @@ def random_inputs(batch, query_length, heads=2, length=5, channels=6, seed=0):
     rng = np.random.default_rng(seed)
     cache = rng.normal(size=(batch, heads, length, channels)).astype("float32")
     queries = rng.normal(size=(batch, query_length, heads, channels))
-    probabilities = rng.random((batch, heads, query_length, length))
+    probabilities = rng.random((batch, query_length, heads, length))
     probabilities /= probabilities.sum(-1, keepdims=True)
     return cache, queries.astype("float32"), probabilities.astype("float32")
 
@@ -26,12 +26,12 @@ def test_both_ways_equal_the_reference(batch, query_length, elementwise):
     for choice in (elementwise, tf.constant(elementwise)):  # now, at run time
         np.testing.assert_allclose(
             cache_scores(cache, queries, choice),
-            np.einsum("bhsk,bthk->bhts", cache, queries),
+            np.einsum("bhsk,bthk->bths", cache, queries),
             atol=1e-5,
         )
         np.testing.assert_allclose(
             cache_context(probabilities, cache, choice),
-            np.einsum("bhts,bhsk->bthk", probabilities, cache),
+            np.einsum("bths,bhsk->bthk", probabilities, cache),
             atol=1e-5,
         )
 
@@ -40,7 +40,7 @@ def test_bfloat16_products_are_summed_in_float32():
     cache, queries, probabilities = random_inputs(1, 1, channels=256)
     cache, queries = tf.cast(cache, tf.bfloat16), tf.cast(queries, tf.bfloat16)
     exact = np.einsum(
-        "bhsk,bthk->bhts", *(np.float32(x) for x in (cache.numpy(), queries.numpy()))
+        "bhsk,bthk->bths", *(np.float32(x) for x in (cache.numpy(), queries.numpy()))
     )
     scores = cache_scores(cache, queries, tf.constant(True))
     assert scores.dtype == tf.bfloat16
@@ -68,6 +68,6 @@ def test_one_traced_function_serves_every_batch_size():
 
     for batch in (1, ELEMENTWISE_MAX_ROWS + 3):
         cache, _, _ = random_inputs(batch, 1)
-        expected = cache.sum(-1)[:, :, None, :]  # (B, h, 1, L)
+        expected = cache.sum(-1)[:, None]  # (B, 1, h, L)
         np.testing.assert_allclose(scores(cache), expected, atol=1e-5)
     assert scores.experimental_get_tracing_count() == 1

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer.layers.shapes import unflatten_rows
+from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
 
 def traced_op_types(function, *specs):
@@ -35,3 +35,22 @@ def test_unknown_inner_axes_are_read_at_run_time():
 def test_empty_tensors(like_shape):
     outputs = unflatten_rows(tf.zeros((0, 8)), tf.zeros(like_shape))
     assert tuple(outputs.shape) == (*like_shape[:-1], 8)
+
+
+@pytest.mark.parametrize(
+    "spec, moves_data",
+    [
+        ([None, 3, 1, 5], False),  # a reshape
+        ([None, 1, 3, None], False),  # the last axis unknown: squeeze, expand
+        ([None, 3, None, 5], True),  # maybe not of size 1: a transpose
+        ([None, 3, 2, 5], True),
+    ],
+)
+def test_swap_axes_1_and_2_transposes_only_where_an_axis_may_not_be_1(spec, moves_data):
+    assert ("Transpose" in traced_op_types(swap_axes_1_and_2, tf.TensorSpec(spec))) == (
+        moves_data
+    )
+    shape = [2 if size is None else size for size in spec]
+    x = np.arange(np.prod(shape), dtype="float32").reshape(shape)
+    traced = tf.function(swap_axes_1_and_2, input_signature=[tf.TensorSpec(spec)])
+    np.testing.assert_array_equal(traced(x), x.transpose(0, 2, 1, 3))
