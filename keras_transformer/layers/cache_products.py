@@ -1,9 +1,10 @@
 """The two products of attention through a key/value cache, sized per call.
 
 A decoding step multiplies the queries by the whole cache twice, for the
-scores and for the context. As single einsum ops these need no transpose
-op, but on a CPU each einsum (a oneDNN kernel) costs about 70 us even at
-one query row, where its arithmetic takes a few microseconds. Up to
+scores and for the context. As einsums these are one op each (plus an axis
+swap where the query axis is not statically 1), but on a CPU each einsum
+(a oneDNN kernel) costs about 70 us even at one query row, where its
+arithmetic takes a few microseconds. Up to
 `ELEMENTWISE_MAX_ROWS` query rows a broadcast multiply and a sum are
 cheaper; beyond that the einsum is (README, "Decoding speed"). Where the
 number of query rows is known when tracing, the choice is made then;

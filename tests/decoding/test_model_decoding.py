@@ -137,7 +137,7 @@ def test_traces_once_for_different_batch_sizes_and_lengths(model, end_id, beam_s
 def test_behind_a_signature_a_single_source_has_a_loop_without_conditionals(model):
     """Greedy decoding of one source chooses each attention's products when
     tracing; the other branch chooses them at every step, with a
-    conditional per attention."""
+    conditional per product (two per attention)."""
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
     def translate(sources):
