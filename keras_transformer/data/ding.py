@@ -381,8 +381,8 @@ def read_ding_lines(path=DING_PATH):
             `apt-get install trans-de-en` or pass `path`.
     """
     _check_ding_file(path)
-    with open(path, encoding="utf-8") as file:
-        return unicodedata.normalize("NFC", file.read()).splitlines()
+    with open(path, encoding="utf-8") as file:  # lines end at \n, \r\n or \r only
+        return [unicodedata.normalize("NFC", line.rstrip("\n")) for line in file]
 
 
 def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):

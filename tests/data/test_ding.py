@@ -253,6 +253,20 @@ def test_loading_is_deterministic(pairs):
     assert ding.load_ding_pairs() == pairs
 
 
+def test_lines_end_only_at_line_ends(tmp_path):
+    path = tmp_path / "de-en"
+    path.write_text(
+        "# comment\nEr sagte\u2028Ja. :: He said\u2028yes.\r\nA\x0cB :: C\n",
+        encoding="utf-8",
+        newline="",
+    )
+    assert ding.read_ding_lines(path) == [
+        "# comment",
+        "Er sagte\u2028Ja. :: He said\u2028yes.",
+        "A\x0cB :: C",
+    ]
+
+
 def test_tfds_builder_gives_the_same_pairs(pairs, ding_data_dir):
     test = tfds.load("ding_de_en", split="test", data_dir=ding_data_dir)
     assert [
