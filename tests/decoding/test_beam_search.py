@@ -133,6 +133,23 @@ def test_traces_once_and_compiles_with_xla():
     assert traced.experimental_get_tracing_count() == 1
 
 
+def test_the_step_function_sees_the_row_count_known_when_tracing():
+    rows_seen = []
+    next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
+
+    def recording_next_fn(ids, cache, index):
+        rows_seen.append(ids.shape[0])
+        return next_fn(ids, cache, index)
+
+    def run(table_indices):
+        start_ids = tf.fill(tf.shape(table_indices), START)
+        return beam_search(recording_next_fn, start_ids, table_indices, 5, END, 3)
+
+    tf.function(run).get_concrete_function(tf.TensorSpec([2], tf.int32))
+    tf.function(run).get_concrete_function(tf.TensorSpec([None], tf.int32))
+    assert rows_seen == [2 * 3, None]
+
+
 @pytest.mark.parametrize(
     "arguments, message",
     [
