@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_transformer.layers.dense import Dense
 from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.shapes import unflatten_rows
 
@@ -56,7 +57,7 @@ class FeedForward(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
-        self.inner_dense = keras.layers.Dense(
+        self.inner_dense = Dense(
             self.d_ff,
             activation=self.activation,
             kernel_initializer=self.kernel_initializer,
@@ -71,7 +72,7 @@ class FeedForward(keras.layers.Layer):
 
     def build(self, inputs_shape):
         self.inner_dense.build(inputs_shape)
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = Dense(
             inputs_shape[-1],
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
