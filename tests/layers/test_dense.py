@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.layers.dense import FEW_ROWS, Dense
-from tests.layer_test_case import run_layer_test
+from tests.layer_test_case import run_layer_test, traced_op_types
 
 RNG = np.random.default_rng(0)
 
@@ -38,11 +38,6 @@ def test_equals_keras_dense_at_any_row_count(shape):
     np.testing.assert_allclose(call(ours), call(theirs), atol=1e-6)
 
 
-def _ops_traced(layer, spec):
-    function = tf.function(layer).get_concrete_function(spec)
-    return {op.type for op in function.graph.get_operations()}
-
-
 @pytest.mark.parametrize(
     "spec, apart",
     [
@@ -54,12 +49,12 @@ def _ops_traced(layer, spec):
 )
 def test_adds_the_bias_apart_only_at_few_known_rows(spec, apart):
     ours, _ = _pair()
-    assert ("ExpandDims" in _ops_traced(ours, spec)) == apart
+    assert ("ExpandDims" in traced_op_types(ours, spec)) == apart
 
 
 def test_bfloat16_keeps_the_fused_kernel():
     ours, theirs = _pair(dtype="mixed_bfloat16")
-    assert "ExpandDims" not in _ops_traced(ours, tf.TensorSpec((1, 4)))
+    assert "ExpandDims" not in traced_op_types(ours, tf.TensorSpec((1, 4)))
     inputs = RNG.normal(size=(1, 4)).astype("float32")
     np.testing.assert_array_equal(ours(inputs), theirs(inputs))
 

@@ -3,11 +3,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
-
-
-def traced_op_types(function, *specs):
-    graph = tf.function(function).get_concrete_function(*specs).graph
-    return {op.type for op in graph.get_operations()}
+from tests.layer_test_case import traced_op_types
 
 
 def test_known_inner_axes_need_no_shape_op():
