@@ -3,7 +3,6 @@
 from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.feed_forward import FeedForward
-from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.masks import causal_mask, padding_mask_from_ids
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 from keras_transformer.layers.positional_embedding import (
@@ -15,7 +14,6 @@ __all__ = [
     "DecoderBlock",
     "EncoderBlock",
     "FeedForward",
-    "LayerNormalization",
     "MultiHeadAttention",
     "PositionalEmbedding",
     "causal_mask",

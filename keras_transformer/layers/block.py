@@ -2,9 +2,7 @@
 
 import keras
 
-from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.feed_forward import FeedForward
-from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -63,12 +61,12 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norms = {}
         self.dropouts = {}
         for name in (*self.ATTENTION_NAMES, "feed_forward"):
-            self.layer_norms[name] = LayerNormalization(
+            self.layer_norms[name] = keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon,
                 dtype=self.dtype_policy,
                 name=f"{name}_layer_norm",
             )
-            self.dropouts[name] = Dropout(
+            self.dropouts[name] = keras.layers.Dropout(
                 dropout, dtype=self.dtype_policy, name=f"{name}_dropout"
             )
             self._track_for_checkpoints(self.layer_norms[name])

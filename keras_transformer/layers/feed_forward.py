@@ -3,8 +3,6 @@
 import keras
 from keras import ops
 
-from keras_transformer.layers.dense import Dense
-from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.shapes import unflatten_rows
 
 
@@ -57,7 +55,7 @@ class FeedForward(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
-        self.inner_dense = Dense(
+        self.inner_dense = keras.layers.Dense(
             self.d_ff,
             activation=self.activation,
             kernel_initializer=self.kernel_initializer,
@@ -65,14 +63,14 @@ class FeedForward(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="inner",
         )
-        self.dropout_layer = Dropout(
+        self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="inner_dropout"
         )
         self.output_dense = None  # width known in build()
 
     def build(self, inputs_shape):
         self.inner_dense.build(inputs_shape)
-        self.output_dense = Dense(
+        self.output_dense = keras.layers.Dense(
             inputs_shape[-1],
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,

@@ -12,8 +12,6 @@ from keras_transformer.layers.cache_products import (
     cache_scores,
     few_query_rows,
 )
-from keras_transformer.layers.dense import Dense
-from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
@@ -147,7 +145,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.supports_masking = True
 
         def dense(units, name):
-            return Dense(
+            return keras.layers.Dense(
                 units,
                 use_bias=use_bias,
                 kernel_initializer=self.kernel_initializer,
@@ -161,7 +159,7 @@ class MultiHeadAttention(keras.layers.Layer):
             self.num_heads * (self.key_dim + self.value_dim), "key_value"
         )
         self.output_dense = None  # width known in build()
-        self.dropout_layer = Dropout(
+        self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 
@@ -174,7 +172,7 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         self.query_dense.build((None, query_shape[-1]))
         self.key_value_dense.build((None, value_shape[-1]))
-        self.output_dense = Dense(
+        self.output_dense = keras.layers.Dense(
             self.output_dim or query_shape[-1],
             use_bias=self.use_bias,
             kernel_initializer=self.kernel_initializer,

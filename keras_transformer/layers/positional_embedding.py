@@ -6,7 +6,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_transformer.layers.dropout import Dropout
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.shapes import unflatten_rows
 
@@ -116,7 +115,9 @@ class PositionalEmbedding(keras.layers.Layer):
             or keras.initializers.RandomNormal(stddev=self.d_model**-0.5)
         )
         self.supports_masking = mask_zero
-        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="dropout"
+        )
 
     def build(self, inputs_shape=None):
         self.embeddings = self.add_weight(

@@ -8,9 +8,7 @@ from keras import ops, tree
 from keras.src.backend.tensorflow.trainer import _collective_all_reduce_multi_worker
 
 from keras_transformer.layers.decoder_block import DecoderBlock
-from keras_transformer.layers.dense import Dense
 from keras_transformer.layers.encoder_block import EncoderBlock
-from keras_transformer.layers.layer_normalization import LayerNormalization
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
 from keras_transformer.models.config import TransformerConfig
@@ -79,7 +77,9 @@ class Transformer(keras.Model):
         else:
             self.source_embedding = embedding("source_embedding")
             self.target_embedding = embedding("target_embedding")
-            self.output_projection = Dense(config.vocab_size, name="output_projection")
+            self.output_projection = keras.layers.Dense(
+                config.vocab_size, name="output_projection"
+            )
         self.encoder_blocks = [
             EncoderBlock(**block_arguments, name=f"encoder_block_{i}")
             for i in range(config.num_encoder_layers)
@@ -94,7 +94,9 @@ class Transformer(keras.Model):
             self.decoder_layer_norm = self._final_layer_norm("decoder_layer_norm")
 
     def _final_layer_norm(self, name):
-        return LayerNormalization(epsilon=self.config.layer_norm_epsilon, name=name)
+        return keras.layers.LayerNormalization(
+            epsilon=self.config.layer_norm_epsilon, name=name
+        )
 
     def encode(self, encoder_inputs, training=None):
         """Runs the encoder once.
