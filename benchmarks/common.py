@@ -293,3 +293,40 @@ def hub_generate(model, sampler, source_ids, new_tokens, start_id=1):
         mask=prompt != 0,
         stop_token_ids=None,
     )
+
+
+def package_at(ref):
+    """`keras_transformer` as of git commit `ref`, imported under another name.
+
+    The package's files at `ref` are copied to a temporary folder as
+    `keras_transformer_at_<ref>`, with every mention of the package name
+    (imports and Keras registrations) renamed, so that both versions build
+    models side by side in one process: an A/B of a change, interleaved.
+    """
+    import importlib
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+
+    name = "keras_transformer_at_" + "".join(c for c in ref if c.isalnum())
+    root = tempfile.mkdtemp(prefix="ab_")
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", ref, "keras_transformer"],
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+    os.rename(os.path.join(root, "keras_transformer"), os.path.join(root, name))
+    for folder, _, files in os.walk(os.path.join(root, name)):
+        for file in files:
+            if file.endswith(".py"):
+                path = os.path.join(folder, file)
+                with open(path) as f:
+                    text = f.read().replace("keras_transformer", name)
+                with open(path, "w") as f:
+                    f.write(text)
+    sys.path.insert(0, root)
+    return importlib.import_module(name)

@@ -264,8 +264,9 @@ class TutorialTransformer(keras.Model):
         return tf.cast(logits, tf.float32)
 
 
-def build_model(name, config):
-    """The model `name` for `config`, under the current global dtype policy."""
+def build_model(name, config, baseline=None):
+    """The model `name` for `config`, under the current global dtype policy;
+    "baseline" is ours built by the `baseline` package (`--baseline`)."""
     shape = {
         key: config[key]
         for key in (
@@ -277,9 +278,10 @@ def build_model(name, config):
             "num_decoder_layers",
         )
     }
-    if name == "ours":
-        return kt.build_transformer(
-            kt.TransformerConfig(
+    if name in ("ours", "baseline"):
+        package = baseline if name == "baseline" else kt
+        return package.build_transformer(
+            package.TransformerConfig(
                 **shape,
                 dropout=DROPOUT,
                 attention_dropout=DROPOUT,
@@ -364,16 +366,16 @@ def warm_up_keras():
     model.fit(dataset, steps_per_epoch=2, shuffle=False, verbose=0)
 
 
-def compiled(model, config, jit_compile):
+def compiled(model, config, jit_compile, package=kt):
     model.compile(
-        optimizer=kt.transformer_optimizer(config["d_model"], warmup_steps=4000),
+        optimizer=package.transformer_optimizer(config["d_model"], warmup_steps=4000),
         loss=kt.LabelSmoothedCrossEntropy(label_smoothing=0.1),
         jit_compile=jit_compile,
     )
     return model
 
 
-def benchmark_group(config, precision, jit_compile, models, settings):
+def benchmark_group(config, precision, jit_compile, models, settings, baseline=None):
     """Builds, compiles and times `models` for one config/precision/jit."""
     dataset = random_dataset(config)
     built, results = {}, {}
@@ -381,7 +383,12 @@ def benchmark_group(config, precision, jit_compile, models, settings):
         keras.utils.set_random_seed(0)
         keras.mixed_precision.set_global_policy(precision)
         try:
-            model = compiled(build_model(name, config), config, jit_compile)
+            model = compiled(
+                build_model(name, config, baseline),
+                config,
+                jit_compile,
+                baseline if name == "baseline" else kt,
+            )
         finally:
             keras.mixed_precision.set_global_policy("float32")
         timer = BatchEndTimes()
@@ -449,6 +456,12 @@ def parse_args(argv=None):
     )
     parser.add_argument("--windows", type=int, help="timed windows per model (5)")
     parser.add_argument("--window-steps", type=int, help="steps per window (5)")
+    parser.add_argument(
+        "--baseline",
+        metavar="GIT_REF",
+        help="also time ours as of this commit (model and optimizer), "
+        'as "baseline", interleaved with the others: an A/B of a change',
+    )
     common.add_threads_argument(parser)
     return parser.parse_args(argv)
 
@@ -466,13 +479,15 @@ def main(argv=None):
     environment = common.environment(args.threads)
     peaks = matmul_peak(settings["matmul_size"])
     warm_up_keras()
+    baseline = common.package_at(args.baseline) if args.baseline else None
+    models = args.models + (["baseline"] if baseline else [])
     runs = []
     for config_name in args.config:
         config = configs[config_name]
         for precision in args.precision:
             for jit_compile in JIT[args.jit]:
                 results = benchmark_group(
-                    config, precision, jit_compile, args.models, settings
+                    config, precision, jit_compile, models, settings, baseline
                 )
                 add_utilisation(results, config, precision, peaks["flops_per_second"])
                 ours = results.get("ours", {}).get("tokens_per_second")
@@ -504,6 +519,7 @@ def main(argv=None):
                 name: matmul_flops_per_step(configs[name]) for name in args.config
             },
             "matmul_peak": peaks,
+            "baseline": args.baseline,
             "runs": runs,
             "environment": environment,
             "load_average_1m_at_end": common.rounded(os.getloadavg()[0], 3),
