@@ -10,10 +10,16 @@ self_attention_cache_update_index=...)`), as keras-hub's own seq2seq models
 (BART) do.
 """
 
+import importlib
+import io
 import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 
 import keras
@@ -303,12 +309,6 @@ def package_at(ref):
     (imports and Keras registrations) renamed, so that both versions build
     models side by side in one process: an A/B of a change, interleaved.
     """
-    import importlib
-    import subprocess
-    import sys
-    import tarfile
-    import tempfile
-
     name = "keras_transformer_at_" + "".join(c for c in ref if c.isalnum())
     root = tempfile.mkdtemp(prefix="ab_")
     archive = subprocess.run(
@@ -317,7 +317,7 @@ def package_at(ref):
         check=True,
         capture_output=True,
     ).stdout
-    with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(root, filter="data")
     os.rename(os.path.join(root, "keras_transformer"), os.path.join(root, name))
     for folder, _, files in os.walk(os.path.join(root, name)):

@@ -264,9 +264,9 @@ class TutorialTransformer(keras.Model):
         return tf.cast(logits, tf.float32)
 
 
-def build_model(name, config, baseline=None):
+def build_model(name, config, package=kt):
     """The model `name` for `config`, under the current global dtype policy;
-    "baseline" is ours built by the `baseline` package (`--baseline`)."""
+    "ours" and "baseline" are built by `package` (`--baseline`'s for the latter)."""
     shape = {
         key: config[key]
         for key in (
@@ -279,7 +279,6 @@ def build_model(name, config, baseline=None):
         )
     }
     if name in ("ours", "baseline"):
-        package = baseline if name == "baseline" else kt
         return package.build_transformer(
             package.TransformerConfig(
                 **shape,
@@ -382,12 +381,10 @@ def benchmark_group(config, precision, jit_compile, models, settings, baseline=N
     for name in models:
         keras.utils.set_random_seed(0)
         keras.mixed_precision.set_global_policy(precision)
+        package = baseline if name == "baseline" else kt
         try:
             model = compiled(
-                build_model(name, config, baseline),
-                config,
-                jit_compile,
-                baseline if name == "baseline" else kt,
+                build_model(name, config, package), config, jit_compile, package
             )
         finally:
             keras.mixed_precision.set_global_policy("float32")
