@@ -7,11 +7,6 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_transformer.layers.cache_products import (
-    cache_context,
-    cache_scores,
-    few_query_rows,
-)
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
@@ -50,20 +45,16 @@ class MultiHeadAttention(keras.layers.Layer):
     kernel (D_v, h * (key_dim + value_dim)) holds for each head its key
     columns then its value columns; queries have their own, `query`
     (D_q, h * key_dim). Self-attention thus costs two matmuls instead of
-    three, and a cross-attention cache one. (A single query/key/value kernel
-    would save one more matmul in self-attention, but cross-attention would
-    then copy the query columns out of it at every decoding step, and the
-    query would need the source's width; measured, it was no faster per
-    decoding step.) Given the same weights, the output equals
+    three, and a cross-attention cache one. Given the same weights, the
+    output equals
     `keras.layers.MultiHeadAttention` (see
     `tests/layers/test_multi_head_attention.py` for the weight mapping).
 
-    Without a cache (training, teacher forcing), keys and values are split
-    apart and each head's products are batched matmuls. Incremental
-    decoding uses a cache of shape
-    (B, num_heads, L, key_dim + value_dim): for each head and position the
-    key, then the value, the layout of the `key_value` projection, so that
-    attention reads the cache without a transpose or a copy:
+    Keys and values live in a cache of shape (B, num_heads, L,
+    key_dim + value_dim): for each head and position the key, then the
+    value, the layout of the `key_value` projection. Without a cache
+    (training, teacher forcing) one is computed from `value`; incremental
+    decoding passes its own:
 
     - self-attention: pass `cache` and `cache_index`; the keys and values of
       the new query tokens are written at `cache_index` and the queries attend
@@ -227,125 +218,75 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
-        masks = dict(
-            padding_mask=padding_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-        )
+        value = query if value is None else value
+        query_offset = 0
         if cache is None:
-            value = query if value is None else value
-            context, probabilities = self._attend_sequence(
-                query, value, key, masks, training
-            )  # (B * T, h * V), (B, h, T, S)
-        else:
-            context, probabilities, cache = self._attend_cache(
-                query, value, key, cache, cache_index, masks, training
-            )  # (B' * T, h * V), (B, T', h, S), (B, h, L, K + V)
-        outputs = [unflatten_rows(self.output_dense(context), query)]  # (B', T, D_out)
-        if return_attention_scores:
-            if cache is not None:
-                rows, length = ops.shape(query)[:2]  # B', T
-                probabilities = self._per_query_row(probabilities, rows, length)
-            outputs.append(probabilities)  # (B', h, T, S)
-        if cache is not None and cache_index is not None:
-            outputs.append(cache)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
-
-    def _attend_sequence(self, query, value, key, masks, training):
-        """Attention of `query` (B, T, D_q) over the whole `value` (B, S, D_v).
-
-        The path of training and teacher forcing: keys and values are split
-        out of the `key_value` projection and each head's products are
-        batched matmuls over K and V channels (half the multiply-adds of the
-        cached path's layout, which carries the value channels through both).
-
-        Returns the context (B * T, h * V) and the probabilities (B, h, T, S).
-        """
-        keys, values = ops.split(
-            self.compute_cache(value, key), [self.key_dim], axis=-1
-        )  # (B, h, S, K), (B, h, S, V)
-        queries = self._scaled_queries(query)  # (B, T, h, K)
-        queries = ops.transpose(queries, (0, 2, 1, 3))  # (B, h, T, K)
-        scores = ops.matmul(queries, ops.swapaxes(keys, 2, 3))  # (B, h, T, S)
-        mask = merge_masks(ops.shape(query)[1], ops.shape(keys)[2], **masks)
-        probabilities, dropped = self._softmax(scores, mask, training)
-        context = ops.matmul(dropped, values)  # (B, h, T, V)
-        context = ops.transpose(context, (0, 2, 1, 3))  # (B, T, h, V)
-        return ops.reshape(
-            context, (-1, self.num_heads * self.value_dim)
-        ), probabilities
-
-    def _attend_cache(self, query, value, key, cache, cache_index, masks, training):
-        """Attention of `query` (B', T, D_q) through a key/value `cache`.
-
-        Without `cache_index`, `cache` is a cross-attention cache with one
-        row per item (B' / B query rows each, folded into the query axis);
-        with it, the keys and values of `value` (or `query`) are first written
-        into the self-attention cache at `cache_index`.
-
-        Returns the context (B' * T, h * V), the probabilities
-        (B, B' / B * T, h, L), queries before heads as in `cache_products`,
-        and the cache.
-        """
-        if cache_index is None:
+            cache = self.compute_cache(value, key)  # (B, h, S, K + V)
+            queries = self._scaled_queries(query)  # (B, T, h, K)
+        elif cache_index is None:  # cross-attention: B' / B query rows per item
             queries = self._scaled_queries(
                 query, ops.shape(cache)[0], -1
             )  # (B, T', h, K), T' = B' / B * T
-        else:
-            value = query if value is None else value
-            cache = write_positions(
-                cache, self.compute_cache(value, key), cache_index
-            )  # (B, h, L, K + V)
+        else:  # self-attention: write the new keys and values first
+            cache = write_positions(cache, self.compute_cache(value, key), cache_index)
             queries = self._scaled_queries(query)  # (B, T, h, K)
-        # Zero value channels make the queries (B, T', h, K + V), so that the
-        # scores read the keys straight from the cache (0 * value adds 0):
-        # per decoding step, cheaper than copying the keys out of the cache.
-        queries = ops.pad(queries, [(0, 0), (0, 0), (0, 0), (0, self.value_dim)])
-        elementwise = few_query_rows(queries)
-        scores = cache_scores(cache, queries, elementwise)  # (B, T', h, L)
+            query_offset = cache_index
         mask = merge_masks(
             ops.shape(queries)[1],
             ops.shape(cache)[2],
-            query_offset=0 if cache_index is None else cache_index,
-            **masks,
+            padding_mask=padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            query_offset=query_offset,
         )  # (B|1, 1, T', L) or None
-        if mask is not None and mask.shape[2] != 1:  # one that varies by query
-            mask = mask[:, 0, :, None, :]  # (B|1, T', 1, L), the scores' layout
-        probabilities, dropped = self._softmax(scores, mask, training, decoding=True)
-        context = cache_context(dropped, cache, elementwise)  # (B, T', h, K + V)
-        context = ops.reshape(
-            context[..., self.key_dim :], (-1, self.num_heads * self.value_dim)
-        )  # (B' * T, h * V)
-        return context, probabilities, cache
+        context, probabilities = self._attend(
+            queries, cache, mask, training
+        )  # (B * T', h * V), (B, h, T', L)
+        outputs = [unflatten_rows(self.output_dense(context), query)]  # (B', T, D_out)
+        if return_attention_scores:
+            outputs.append(self._per_query_row(probabilities, query))  # (B', h, T, L)
+        if cache_index is not None:
+            outputs.append(cache)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _softmax(self, scores, mask, training, decoding=False):
-        """Masked softmax in float32; returns it and its dropped-out copy.
+    def _attend(self, queries, cache, mask, training):
+        """Scaled dot-product attention of `queries` over the keys and values
+        of `cache`.
 
-        With `decoding`, the softmax is written out as elementwise ops:
-        TensorFlow's CPU softmax kernel (oneDNN) costs more per call than
-        they do at decoding sizes, tens of microseconds on a busy machine, as
-        every oneDNN kernel does there. At training sizes the kernel is
-        faster, and so is its gradient.
+        Args:
+            queries: (B, T', h, K), already divided by sqrt(key_dim).
+            cache: (B, h, L, K + V), each head's keys then values.
+            mask: boolean, broadcastable to (B, h, T', L), or None.
+            training: whether dropout is active.
+
+        Returns:
+            The context (B * T', h * V) and the probabilities (B, h, T', L).
         """
+        keys, values = ops.split(cache, [self.key_dim], axis=-1)  # (B, h, L, K|V)
+        scores = ops.einsum("bthk,bhsk->bhts", queries, keys)  # (B, h, T', L)
         scores = ops.cast(scores, "float32")
         if mask is not None:
             scores = ops.where(mask, scores, mask_fill_value(self.compute_dtype))
-        if decoding:
-            # `initial` lets an empty batch through eagerly.
-            floor = mask_fill_value("float32")
-            shifted = scores - ops.max(scores, axis=-1, keepdims=True, initial=floor)
-            exps = ops.exp(shifted)
-            probabilities = exps / ops.sum(exps, axis=-1, keepdims=True)
-        else:  # (`ops.softmax` would warn about a single key, e.g. one token)
-            probabilities = tf.nn.softmax(scores, axis=-1)
-        probabilities = ops.cast(probabilities, self.compute_dtype)
-        return probabilities, self.dropout_layer(probabilities, training=training)
+        # `tf.nn.softmax` rather than `ops.softmax`, which warns about a
+        # single key (one source token).
+        probabilities = ops.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        dropped = self.dropout_layer(probabilities, training=training)
+        context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T', h, V)
+        return ops.reshape(context, (-1, self.num_heads * self.value_dim)), probabilities
 
-    def _per_query_row(self, probabilities, rows, length):
-        """(B, B' / B * T, h, S) probabilities of the cached path as (B', h, T, S)."""
-        _, _, heads, key_length = ops.shape(probabilities)
-        per_row = ops.reshape(probabilities, (rows, length, heads, key_length))
-        return ops.transpose(per_row, (0, 2, 1, 3))  # (B', h, T, S)
+    def _per_query_row(self, probabilities, query):
+        """(B, h, T', L) probabilities as (B', h, T, L), one row per query row.
+
+        Only a cross-attention cache folds B' / B query rows per item into
+        T'; otherwise the reshapes move nothing.
+        """
+        rows, length = ops.shape(query)[:2]  # B', T
+        batch, heads, _, key_length = ops.shape(probabilities)
+        folded = ops.reshape(
+            probabilities, (batch, heads, -1, length, key_length)
+        )  # (B, h, B' / B, T, L)
+        per_row = ops.transpose(folded, (0, 2, 1, 3, 4))  # (B, B' / B, h, T, L)
+        return ops.reshape(per_row, (rows, heads, length, key_length))
 
     def get_config(self):
         config = super().get_config()

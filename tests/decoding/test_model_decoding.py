@@ -124,7 +124,7 @@ def test_traces_once_for_different_batch_sizes_and_lengths(model, end_id, beam_s
             model, sources, end_id=end_id, beam_size=beam_size, extra_length=3
         )
 
-    for sources in (SOURCES, SOURCES[1:, :4], SOURCES[2:]):  # batch 1: its branch
+    for sources in (SOURCES, SOURCES[1:, :4], SOURCES[2:]):
         ids, scores = translate(sources)
         eager_ids, eager_scores = decode(
             model, sources, end_id=end_id, beam_size=beam_size, extra_length=3
@@ -132,24 +132,6 @@ def test_traces_once_for_different_batch_sizes_and_lengths(model, end_id, beam_s
         np.testing.assert_array_equal(ids, eager_ids)
         np.testing.assert_allclose(scores, eager_scores, atol=1e-4)
     assert translate.experimental_get_tracing_count() == 1
-
-
-def test_behind_a_signature_a_single_source_has_a_loop_without_conditionals(model):
-    """Greedy decoding of one source chooses each attention's products when
-    tracing; the other branch chooses them at every step, with a
-    conditional per product (two per attention)."""
-
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
-    def translate(sources):
-        return decode(model, sources, end_id=-1)
-
-    library = translate.get_concrete_function().graph.as_graph_def().library
-    conditionals = sorted(
-        sum(node.op in ("If", "StatelessIf") for node in body.node_def)
-        for body in library.function
-        if "while_body" in body.signature.name
-    )
-    assert conditionals == [0, 2 * 2 * model.config.num_decoder_layers]
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])
