@@ -9,7 +9,6 @@ from keras_transformer.training.distribution import (
     read_tf_config,
     worker_directory,
 )
-from keras_transformer.training.fused_adam import FusedAdam
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.precision import (
@@ -26,7 +25,6 @@ from keras_transformer.training.schedules import (
 __all__ = [
     "PRECISIONS",
     "STRATEGIES",
-    "FusedAdam",
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",
     "TransformerSchedule",

@@ -4,8 +4,6 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_transformer.training.fused_adam import FusedAdam
-
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -108,7 +106,7 @@ def transformer_optimizer(
     total_steps=None,
     **kwargs,
 ):
-    """`FusedAdam` with beta_1=0.9, beta_2=0.98, epsilon=1e-9 and the warm-up schedule.
+    """`keras.optimizers.Adam` (0.9, 0.98, 1e-9) with the warm-up schedule.
 
     Gradient accumulation is Keras's own (`gradient_accumulation_steps` of
     every Keras optimizer): the mean gradient of k micro-batches makes one
@@ -157,7 +155,7 @@ def transformer_optimizer(
     schedule = TransformerSchedule(
         d_model, warmup_steps, scale, accumulation, cooldown_steps, total_steps
     )
-    optimizer = FusedAdam(
+    optimizer = keras.optimizers.Adam(
         learning_rate=schedule,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
         **settings,
