@@ -100,15 +100,16 @@ class SignatureDecoder(tf.Module):
     step runs.
     """
 
-    def __init__(self, model, beam_size, new_tokens):
+    def __init__(self, model, beam_size, new_tokens, decode_fn=decode):
         super().__init__(name="signature_decoder")
         self.model = model
+        self.decode_fn = decode_fn
         self.beam_size = beam_size
         self.new_tokens = new_tokens
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")])
     def translate_ids(self, ids):
-        output_ids, scores = decode(
+        output_ids, scores = self.decode_fn(
             self.model,
             ids,
             start_id=START_ID,
@@ -120,11 +121,11 @@ class SignatureDecoder(tf.Module):
         return {"ids": output_ids[:, 0], "score": scores[:, 0]}
 
 
-def ours_variants(model, beam_size, new_tokens, saved_model_dir=None):
+def ours_variants(model, beam_size, new_tokens, saved_model_dir=None, decode_fn=decode):
     """Our decoding as named callables of int32 source ids (B, S)."""
 
     def run(ids):
-        output_ids, _ = decode(
+        output_ids, _ = decode_fn(
             model,
             ids,
             start_id=START_ID,
@@ -135,7 +136,7 @@ def ours_variants(model, beam_size, new_tokens, saved_model_dir=None):
         )
         return output_ids[:, 0]  # (B, N)
 
-    signature = SignatureDecoder(model, beam_size, new_tokens)
+    signature = SignatureDecoder(model, beam_size, new_tokens, decode_fn)
     variants = {
         "ours_tf_function": tf.function(run),
         "ours_xla": tf.function(run, jit_compile=True),
@@ -294,6 +295,12 @@ def parse_args(argv=None):
         action="store_true",
         help="also time our decoder exported as a SavedModel and reloaded",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="GIT_REF",
+        help="also time ours as of this commit, with the same weights, as "
+        "baseline_tf_function and baseline_signature: an A/B of a change",
+    )
     common.add_threads_argument(parser)
     return parser.parse_args(argv)
 
@@ -323,6 +330,13 @@ def main(argv=None):
         **shape, max_length=max(new_tokens, source_length) + 1
     )
     ours = kt.build_transformer(config)
+    baseline = None
+    if args.baseline:
+        package = common.package_at(args.baseline)
+        baseline = package.build_transformer(
+            package.TransformerConfig(**config.to_dict())
+        )
+        baseline.set_weights(ours.get_weights())
     hub = common.HubTransformer(
         sequence_length=max(new_tokens, source_length) + 1,
         dropout=0.1,
@@ -349,6 +363,17 @@ def main(argv=None):
                 ),
                 **hub_variants(hub, beam_size, new_tokens),
             }
+            if baseline is not None:
+                variants.update(
+                    (name.replace("ours", "baseline"), run)
+                    for name, run in ours_variants(
+                        baseline,
+                        beam_size,
+                        new_tokens,
+                        decode_fn=package.decode,
+                    ).items()
+                    if name in ("ours_tf_function", "ours_signature")
+                )
             if beam_size == 1:
                 variants.update(tutorial_variant(ours, new_tokens))
             results[search] = {}
@@ -378,6 +403,7 @@ def main(argv=None):
                     "keras_hub": hub.count_params(),
                 },
             },
+            "baseline": args.baseline,
             "source_length": source_length,
             "new_tokens": new_tokens,
             "repeats": settings["repeats"],
