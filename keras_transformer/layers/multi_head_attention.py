@@ -272,7 +272,8 @@ class MultiHeadAttention(keras.layers.Layer):
         probabilities = ops.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         dropped = self.dropout_layer(probabilities, training=training)
         context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T', h, V)
-        return ops.reshape(context, (-1, self.num_heads * self.value_dim)), probabilities
+        context = ops.reshape(context, (-1, self.num_heads * self.value_dim))
+        return context, probabilities
 
     def _per_query_row(self, probabilities, query):
         """(B, h, T', L) probabilities as (B', h, T, L), one row per query row.
