@@ -8,7 +8,7 @@ by the global token count. After `STEPS` steps both workers must hold the
 same weights as each other (exactly: they apply the same all-reduced
 gradients) and as one process trained on the same global batches (to
 `WEIGHT_ATOL`, float32 sums in another order). Keras 3.15's `fit` needs
-the fix in `Transformer` for this (keras-team/keras#20585).
+`fix_distributed_fit` for this (keras-team/keras#20585).
 """
 
 import json
@@ -106,14 +106,15 @@ def tf_config(ports, index):
     return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
 
 
-def run_workers(workdir):
-    """Runs the workers to the end; returns {index: (return code, log)}.
+def run_workers(workdir, worker_script=WORKER_SCRIPT):
+    """Runs the workers of `worker_script` (argv: workdir, repo, index) to
+    the end; returns {index: (return code, log)}.
 
     All are killed at the deadline, or as soon as one fails (the others
     would wait for it).
     """
     script = workdir / "worker.py"
-    script.write_text(WORKER_SCRIPT)
+    script.write_text(worker_script)
     ports = free_ports(WORKERS)
     workers, logs = [], []
     deadline = time.monotonic() + WORKER_TIMEOUT_S

@@ -1,17 +1,14 @@
 """The encoder-decoder Transformer as a functional Keras model."""
 
 import keras
-from keras import ops, tree
-
-# The test Keras 3.15's `fit` uses to pick its multi-worker reduction; see
-# `Transformer._per_replica_logs` (keras-team/keras#20585).
-from keras.src.backend.tensorflow.trainer import _collective_all_reduce_multi_worker
+from keras import ops
 
 from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.training.keras_workarounds import fix_distributed_fit
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -27,7 +24,8 @@ class Transformer(keras.Model):
     Besides `fit`/`predict`, the model exposes what decoding needs:
     `encode` runs the encoder once, `init_cache` computes every layer's
     cross-attention keys/values and allocates the self-attention caches, and
-    `decode_step` decodes new tokens against the cache.
+    `decode_step` decodes new tokens against the cache. `fit` and `evaluate`
+    work under every `tf.distribute` strategy (`fix_distributed_fit`).
 
     Build it with `build_transformer(config)`.
 
@@ -50,6 +48,7 @@ class Transformer(keras.Model):
             outputs=logits,
             **kwargs,
         )
+        fix_distributed_fit(self)  # keras-team/keras#20585
 
     def _create_layers(self):
         config = self.config
@@ -238,52 +237,6 @@ class Transformer(keras.Model):
                 decoder_outputs, reverse=True, projection_kernel=output_kernel
             )  # (B, T, V)
         return ops.cast(self.output_projection(decoder_outputs), "float32")
-
-    # Keras 3's `fit` and `evaluate` fail under MultiWorkerMirroredStrategy
-    # (keras-team/keras#20585, open for Keras 3.15); the next three methods
-    # fix that for this model. Remove them once Keras fixes the issue.
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """Builds metrics and optimizer slots from one replica's first batch.
-
-        Keras averages the first distributed batch over all replicas with
-        `strategy.reduce` only to learn its dtypes and shapes (keras#20585).
-        Under `MultiWorkerMirroredStrategy` that reduce cannot take a dict of
-        inputs ("Attempt to convert a value (PerReplica ...)"), and under
-        any strategy it fails when replicas got batches of different sizes;
-        it would also all-reduce the data across hosts. One replica's batch
-        has the same dtypes and ranks, so it is passed on instead.
-        """
-        strategy = self._distribute_strategy
-        if iterator is not None and strategy is not None:
-            for _, _, batches in iterator:
-                data_batch = tree.map_structure(
-                    lambda value: strategy.experimental_local_results(value)[0],
-                    next(batches),
-                )
-                break
-        super()._maybe_symbolic_build(data_batch=data_batch)
-
-    def train_step(self, data):
-        return self._per_replica_logs(super().train_step(data))
-
-    def test_step(self, data):
-        return self._per_replica_logs(super().test_step(data))
-
-    def _per_replica_logs(self, logs):
-        """Logs that Keras can average over the replicas of several workers.
-
-        Each replica's step returns its own metric results, and `fit`
-        averages them over the replicas. In multi-worker mode Keras does it
-        with `strategy.reduce("MEAN", value, axis=0)`, which fails on a
-        scalar ("Invalid reduction dimension 0 for input with 0
-        dimensions", keras#20585); with a leading axis of 1 it gives the
-        mean over all replicas, what `MirroredStrategy` reports. Gradients
-        are all-reduced by the optimizer and are not affected.
-        """
-        if not _collective_all_reduce_multi_worker(self.distribute_strategy):
-            return logs
-        return tree.map_structure(lambda value: ops.expand_dims(value, 0), logs)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

@@ -9,6 +9,7 @@ from keras_transformer.training.distribution import (
     read_tf_config,
     worker_directory,
 )
+from keras_transformer.training.keras_workarounds import fix_distributed_fit
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.precision import (
@@ -31,6 +32,7 @@ __all__ = [
     "check_precision",
     "check_strategy",
     "configure_logical_cpus",
+    "fix_distributed_fit",
     "global_dtype_policy",
     "is_chief",
     "make_strategy",

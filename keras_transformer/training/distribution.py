@@ -12,8 +12,8 @@ Each batch of the input pipeline is then one global batch that `fit` splits
 across all replicas (see `make_dataset`'s `batch_multiple`), and the loss
 divides by the global batch's token count (`LabelSmoothedCrossEntropy`), so
 the update does not depend on the number of replicas. Under
-"multi_worker", Keras 3.15's `fit` works only for models that carry the
-fix in `Transformer` (keras-team/keras#20585).
+"multi_worker", Keras 3.15's `fit` works only for models fixed with
+`fix_distributed_fit` (keras-team/keras#20585), as `Transformer` is.
 
 TPUs are not offered by `make_strategy` (nothing here can run them, so it is
 untested). On a Cloud TPU VM the same scope works with
