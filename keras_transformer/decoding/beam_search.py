@@ -80,9 +80,8 @@ def gather_beams(nest, beam_indices, beam_size):
     batch_size = tf.shape(beam_indices)[0]
     offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
     rows = tf.reshape(beam_indices + offsets, [-1, 1])  # (B * K', 1)
-    # `gather_nd` rather than `gather`: on a CPU, TensorFlow's `GatherV2`
-    # took about 80 us more to reorder a (4, 4, 33, 128) cache (4 rows: beam
-    # 4 at batch 1); at 32 and 128 rows the two cost the same.
+    # `gather_nd` rather than `gather`: TensorFlow's CPU `GatherV2` costs
+    # more per call at a few rows (benchmarks/README.md, "Decoding speed").
     return tf.nest.map_structure(lambda x: tf.gather_nd(x, rows), nest)
 
 

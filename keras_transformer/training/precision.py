@@ -5,7 +5,7 @@
 
 On a CPU with bfloat16 matmul instructions (AVX512_BF16 or AMX-BF16),
 TensorFlow's oneDNN kernels multiply bfloat16 about twice as fast as
-float32, and `mixed_bfloat16` trains the small model 1.7x faster (README,
+float32, and `mixed_bfloat16` trains faster (benchmarks/README.md,
 "Training speed"); on CPUs without them bfloat16 is slower than float32.
 On GPUs "auto" keeps float32: nothing here could measure them.
 """
