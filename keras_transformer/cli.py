@@ -12,9 +12,9 @@ import argparse
 import dataclasses
 import json
 import sys
+import typing
 
-from keras_transformer.job import PRESETS, TranslationJob
-from keras_transformer.training import PRECISIONS, STRATEGIES
+from keras_transformer.job import TranslationJob
 
 
 def _train_parser(commands):
@@ -26,147 +26,41 @@ def _train_parser(commands):
         "BLEU/chrF with beam search and exports a SavedModel. Rerun the same "
         "command to resume after an interruption.",
     )
-    data = parser.add_argument_group("data")
-    data.add_argument(
-        "--corpus",
-        default=defaults.corpus,
-        help='"ding" (offline de-en), a TFDS dataset such as '
-        '"wmt14_translate/de-en", or "files" with --train-files',
-    )
-    data.add_argument("--source-language", default=defaults.source_language)
-    data.add_argument("--target-language", default=defaults.target_language)
-    data.add_argument(
-        "--train-files",
-        nargs="+",
-        default=(),
-        metavar="FILE",
-        help="SOURCE TARGET (a sentence per line) or one TSV file",
-    )
-    data.add_argument(
-        "--extra-train-split",
-        default=defaults.extra_train_split,
-        help='TFDS split added to training only ("" for none)',
-    )
-    data.add_argument(
-        "--extra-train-fraction",
-        type=float,
-        default=defaults.extra_train_fraction,
-        help="share of training examples drawn from --extra-train-split "
-        "(default: all of it, once per pass)",
-    )
-    data.add_argument("--data-dir", default=None, help="TFDS data folder")
-    data.add_argument("--vocab-size", type=int, default=defaults.vocab_size)
-    data.add_argument("--max-length", type=int, default=defaults.max_length)
-    data.add_argument("--tokens-per-batch", type=int, default=defaults.tokens_per_batch)
-    data.add_argument(
-        "--sampling-alpha",
-        type=float,
-        default=defaults.sampling_alpha,
-        help="train on sampled subword segmentations (subword regularisation)",
-    )
-    data.add_argument(
-        "--bidirectional",
-        action="store_true",
-        help="also train target-to-source on the training pairs",
-    )
-    data.add_argument(
-        "--gradient-accumulation",
-        type=int,
-        default=defaults.gradient_accumulation,
-        metavar="K",
-        help="batches per update (effective batch: K x tokens-per-batch)",
-    )
-    training = parser.add_argument_group("model and training")
-    training.add_argument("--preset", choices=PRESETS, default=defaults.preset)
-    training.add_argument(
-        "--model",
-        type=json.loads,
-        default={},
-        metavar="JSON",
-        help="TransformerConfig overrides, e.g. '{\"dropout\": 0.2}'",
-    )
-    training.add_argument(
-        "--learning-rate-scale", type=float, default=defaults.learning_rate_scale
-    )
-    training.add_argument(
-        "--weight-decay",
-        type=float,
-        default=defaults.weight_decay,
-        help="decoupled weight decay (AdamW) of kernels and embeddings",
-    )
-    training.add_argument(
-        "--cooldown-fraction",
-        type=float,
-        default=defaults.cooldown_fraction,
-        metavar="F",
-        help="the learning rate falls linearly to 0 over the last share F of the "
-        "updates (0: the paper's schedule)",
-    )
-    training.add_argument(
-        "--epochs",
-        type=int,
-        default=defaults.epochs,
-        help="default: 12; 18, with dropout at least 0.2 unless --model sets it, "
-        "where the run trains in mixed_bfloat16 (the same CPU time)",
-    )
-    training.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)
-    training.add_argument(
-        "--steps-per-epoch",
-        type=int,
-        default=defaults.steps_per_epoch,
-        help="steps per epoch (0: one pass over the data)",
-    )
-    training.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=defaults.checkpoint_every,
-        metavar="STEPS",
-    )
-    training.add_argument(
-        "--average-last",
-        type=int,
-        default=defaults.average_last,
-        metavar="N",
-        help="average the last N checkpoints at the end (1: the final weights)",
-    )
-    training.add_argument(
-        "--precision",
-        default=defaults.precision,
-        choices=PRECISIONS,
-        help="auto: mixed_bfloat16 on a CPU with bfloat16 matmul instructions"
-        " (AVX512_BF16, AMX) and no GPU, float32 elsewhere",
-    )
-    training.add_argument(
-        "--strategy",
-        default=defaults.strategy,
-        choices=STRATEGIES,
-        help="default: one device; mirrored: all local GPUs; multi_worker: "
-        "the hosts in TF_CONFIG (run the same command on each)",
-    )
-    training.add_argument(
-        "--logical-cpus",
-        type=int,
-        default=defaults.logical_cpus,
-        metavar="N",
-        help="with --strategy mirrored: N replicas on logical CPU devices",
-    )
-    training.add_argument("--seed", type=int, default=defaults.seed)
-    output = parser.add_argument_group("evaluation and output")
-    output.add_argument("--beam-size", type=int, default=defaults.beam_size)
-    output.add_argument("--alpha", type=float, default=defaults.alpha)
-    output.add_argument("--bleu-sample", type=int, default=defaults.bleu_sample)
-    output.add_argument(
-        "--test-sample",
-        type=int,
-        default=None,
-        metavar="N",
-        help="score only the first N test sentences",
-    )
-    output.add_argument("--samples", type=int, default=defaults.samples)
-    output.add_argument("--output-dir", default=defaults.output_dir)
-    output.add_argument("--export-dir", default=defaults.export_dir)
-    output.add_argument("--export-name", default=defaults.export_name)
+    groups = {}
+    for field in dataclasses.fields(TranslationJob):
+        option = dict(field.metadata)
+        group = option.pop("group")
+        if group not in groups:
+            groups[group] = parser.add_argument_group(group)
+        default = getattr(defaults, field.name)
+        groups[group].add_argument(
+            "--" + field.name.replace("_", "-"),
+            default=default,
+            **_parsing(field.type, default),
+            **option,
+        )
     parser.set_defaults(run=_train)
+
+
+def _parsing(annotation, default):
+    """How an option reads a `TranslationJob` field of this type annotation.
+
+    Returns `add_argument`'s `type`, `nargs` or `action`: a flag for a bool,
+    one or more values for a tuple, JSON for a dict, else the type itself
+    (`int | None` reads an int).
+    """
+    kind = next(
+        kind
+        for kind in typing.get_args(annotation) or (annotation,)
+        if kind is not type(None)
+    )
+    if kind is bool:
+        return {"action": argparse.BooleanOptionalAction if default else "store_true"}
+    if kind is tuple:
+        return {"nargs": "+"}
+    if kind is dict:
+        return {"type": json.loads}
+    return {"type": kind}
 
 
 def _train(args):

@@ -37,6 +37,8 @@ from keras_transformer.evaluation import BleuCallback, corpus_scores
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.models import TransformerConfig, build_transformer
 from keras_transformer.training import (
+    PRECISIONS,
+    STRATEGIES,
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
     check_precision,
@@ -66,6 +68,20 @@ _NOT_TRAINING_SETTINGS = frozenset(
     ("average_last", "beam_size", "alpha", "bleu_sample", "test_sample", "samples")
     + ("output_dir", "export_dir", "export_name")
 )
+
+
+# The option groups of `keras-transformer train`, in the order of its --help.
+_DATA, _TRAINING, _OUTPUT = "data", "model and training", "evaluation and output"
+
+
+def _option(group, default, **argparse):
+    """A `TranslationJob` field with its `keras-transformer train` option.
+
+    The option goes to `group` of the --help; `argparse` holds what
+    `add_argument` takes besides the name, type and default: `help`,
+    `metavar` or `choices`.
+    """
+    return dataclasses.field(default=default, metadata={"group": group, **argparse})
 
 
 @dataclasses.dataclass
@@ -143,41 +159,117 @@ class TranslationJob:
             `export_dir/export_name/<version>/`; no export when empty.
     """
 
-    corpus: str = "ding"
-    source_language: str | None = "de"
-    target_language: str | None = "en"
-    train_files: tuple = ()
-    extra_train_split: str = ""
-    extra_train_fraction: float | None = None
-    data_dir: str | None = None
-    vocab_size: int = 8000
-    max_length: int = 64
-    tokens_per_batch: int = 2048
-    sampling_alpha: float | None = None
-    bidirectional: bool = False
-    gradient_accumulation: int = 1
-    preset: str = "small"
-    model: dict = dataclasses.field(default_factory=dict)
-    warmup_steps: int = 400
-    learning_rate_scale: float = 1.0
-    weight_decay: float = 1.0
-    cooldown_fraction: float = 1 / 3
-    epochs: int | None = None
-    steps_per_epoch: int | None = 125
-    checkpoint_every: int = 125
-    average_last: int = 1
-    precision: str = "auto"
-    strategy: str = "default"
-    logical_cpus: int = 0
-    seed: int = 0
-    beam_size: int = 4
-    alpha: float = 1.0
-    bleu_sample: int = 100
-    test_sample: int | None = None
-    samples: int = 5
-    output_dir: str = "runs/ding-de-en"
-    export_dir: str = "saved_models"
-    export_name: str = "translator"
+    corpus: str = _option(
+        _DATA,
+        "ding",
+        help='"ding" (offline de-en), a TFDS dataset such as '
+        '"wmt14_translate/de-en", or "files" with --train-files',
+    )
+    source_language: str | None = _option(_DATA, "de")
+    target_language: str | None = _option(_DATA, "en")
+    train_files: tuple = _option(
+        _DATA,
+        (),
+        metavar="FILE",
+        help="SOURCE TARGET (a sentence per line) or one TSV file",
+    )
+    extra_train_split: str = _option(
+        _DATA, "", help='TFDS split added to training only ("" for none)'
+    )
+    extra_train_fraction: float | None = _option(
+        _DATA,
+        None,
+        help="share of training examples drawn from --extra-train-split "
+        "(default: all of it, once per pass)",
+    )
+    data_dir: str | None = _option(_DATA, None, help="TFDS data folder")
+    vocab_size: int = _option(_DATA, 8000)
+    max_length: int = _option(_DATA, 64)
+    tokens_per_batch: int = _option(_DATA, 2048)
+    sampling_alpha: float | None = _option(
+        _DATA,
+        None,
+        help="train on sampled subword segmentations (subword regularisation)",
+    )
+    bidirectional: bool = _option(
+        _DATA, False, help="also train target-to-source on the training pairs"
+    )
+    gradient_accumulation: int = _option(
+        _DATA,
+        1,
+        metavar="K",
+        help="batches per update (effective batch: K x tokens-per-batch)",
+    )
+    preset: str = _option(_TRAINING, "small", choices=PRESETS)
+    model: dict = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "group": _TRAINING,
+            "metavar": "JSON",
+            "help": "TransformerConfig overrides, e.g. '{\"dropout\": 0.2}'",
+        },
+    )
+    warmup_steps: int = _option(_TRAINING, 400)
+    learning_rate_scale: float = _option(_TRAINING, 1.0)
+    weight_decay: float = _option(
+        _TRAINING,
+        1.0,
+        help="decoupled weight decay (AdamW) of kernels and embeddings",
+    )
+    cooldown_fraction: float = _option(
+        _TRAINING,
+        1 / 3,
+        metavar="F",
+        help="the learning rate falls linearly to 0 over the last share F of the "
+        "updates (0: the paper's schedule)",
+    )
+    epochs: int | None = _option(
+        _TRAINING,
+        None,
+        help="default: 12; 18, with dropout at least 0.2 unless --model sets it, "
+        "where the run trains in mixed_bfloat16 (the same CPU time)",
+    )
+    steps_per_epoch: int | None = _option(
+        _TRAINING, 125, help="steps per epoch (0: one pass over the data)"
+    )
+    checkpoint_every: int = _option(_TRAINING, 125, metavar="STEPS")
+    average_last: int = _option(
+        _TRAINING,
+        1,
+        metavar="N",
+        help="average the last N checkpoints at the end (1: the final weights)",
+    )
+    precision: str = _option(
+        _TRAINING,
+        "auto",
+        choices=PRECISIONS,
+        help="auto: mixed_bfloat16 on a CPU with bfloat16 matmul instructions"
+        " (AVX512_BF16, AMX) and no GPU, float32 elsewhere",
+    )
+    strategy: str = _option(
+        _TRAINING,
+        "default",
+        choices=STRATEGIES,
+        help="default: one device; mirrored: all local GPUs; multi_worker: "
+        "the hosts in TF_CONFIG (run the same command on each)",
+    )
+    logical_cpus: int = _option(
+        _TRAINING,
+        0,
+        metavar="N",
+        help="with --strategy mirrored: N replicas on logical CPU devices",
+    )
+    seed: int = _option(_TRAINING, 0)
+    beam_size: int = _option(_OUTPUT, 4)
+    alpha: float = _option(_OUTPUT, 1.0)
+    bleu_sample: int = _option(_OUTPUT, 100)
+    test_sample: int | None = _option(
+        _OUTPUT, None, metavar="N", help="score only the first N test sentences"
+    )
+    samples: int = _option(_OUTPUT, 5)
+    output_dir: str = _option(_OUTPUT, "runs/ding-de-en")
+    export_dir: str = _option(_OUTPUT, "saved_models")
+    export_name: str = _option(_OUTPUT, "translator")
 
     def __post_init__(self):
         self.train_files = tuple(self.train_files)  # a list from JSON or argparse

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
 
+import keras_transformer.job
 from keras_transformer.cli import main
 from keras_transformer.job import (
     TranslationJob,
@@ -157,6 +158,51 @@ def test_cli_help_lists_the_commands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "train" in capsys.readouterr().out
+
+
+def parsed_job(monkeypatch, *argv):
+    """The `TranslationJob` that `keras-transformer train ARGV` would run."""
+    jobs = []
+
+    def run(job):
+        jobs.append(job)
+        return dict.fromkeys(("bleu", "chrf", "export_path"))
+
+    monkeypatch.setattr(keras_transformer.job, "run_translation_job", run)
+    main(["train", *argv])
+    return jobs[0]
+
+
+def test_cli_train_has_an_option_for_every_job_field(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = capsys.readouterr().out
+    for field in dataclasses.fields(TranslationJob):
+        assert f"--{field.name.replace('_', '-')} " in help_text
+
+
+def test_cli_train_defaults_are_the_jobs(monkeypatch):
+    assert parsed_job(monkeypatch) == TranslationJob()
+
+
+def test_cli_train_reads_every_kind_of_field(monkeypatch):
+    job = parsed_job(
+        monkeypatch,
+        *("--corpus", "files", "--train-files", "a.de", "a.en", "--bidirectional"),
+        *("--model", '{"dropout": 0.3}', "--epochs", "3", "--test-sample", "7"),
+        *("--sampling-alpha", "0.1", "--precision", "float32", "--export-dir="),
+    )
+    assert job == TranslationJob(
+        corpus="files",
+        train_files=("a.de", "a.en"),
+        bidirectional=True,
+        model={"dropout": 0.3},
+        epochs=3,
+        test_sample=7,
+        sampling_alpha=0.1,
+        precision="float32",
+        export_dir="",
+    )
 
 
 @pytest.mark.slow
