@@ -16,10 +16,9 @@ import textwrap
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import keras_transformer as kt
-from tests.reversal import reversal_rows
+from examples.train_reverse import reversal_dataset, reversal_rows
 
 VOCAB_SIZE = 20
 GLOBAL_BATCH = 8
@@ -99,9 +98,7 @@ def load_data(path):
 
 
 def dataset(data):
-    sources, decoder_inputs, labels = data
-    inputs = {"encoder_inputs": sources, "decoder_inputs": decoder_inputs}
-    return tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(GLOBAL_BATCH)
+    return reversal_dataset(data).batch(GLOBAL_BATCH)
 
 
 def build_model(weights_path):

@@ -8,10 +8,9 @@ far the target has got. A tiny model learns it in a few CPU epochs.
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import keras_transformer as kt
-from tests.reversal import END, START, reversal_data
+from examples.train_reverse import END, START, reversal_data, reversal_dataset
 
 VOCAB_SIZE = 16  # 0 padding, 1 start, 2 end, 3..15 tokens
 MAX_SOURCE_LENGTH = 10
@@ -28,11 +27,9 @@ def reversal_task(count, seed):
 
 
 def dataset(data, shuffle=False):
-    sources, decoder_inputs, labels = data
-    inputs = {"encoder_inputs": sources, "decoder_inputs": decoder_inputs}
-    examples = tf.data.Dataset.from_tensor_slices((inputs, labels))
+    examples = reversal_dataset(data)
     if shuffle:
-        examples = examples.shuffle(len(labels), seed=0)
+        examples = examples.shuffle(len(data[0]), seed=0)
     return examples.batch(BATCH)
 
 

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
-from tests.reversal import reversal_data
+from examples.train_reverse import reversal_data
 
 VOCAB_SIZE = 24
 BATCH = 8

@@ -1,51 +1,19 @@
 """A Transformer trained to reverse sequences decodes held-out inputs exactly."""
 
-import math
-
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras_transformer as kt
+from examples.train_reverse import VOCAB_SIZE, reversal_data, train_reverser
 from keras_transformer.decoding import decode
-from tests.reversal import reversal_data
 
-VOCAB, MAX_LENGTH = 16, 8
-
-
-def trained_model():
-    keras.utils.set_random_seed(0)
-    config = kt.TransformerConfig.tiny(
-        VOCAB, d_model=64, d_ff=128, dropout=0.0, warmup_steps=200
-    )
-    model = kt.build_transformer(config)
-    sources, decoder_inputs, labels = reversal_data(10000, VOCAB, MAX_LENGTH, seed=0)
-    epochs, batch_size = 8, 64
-    # Without the cool-down the final learning rate is still high enough to
-    # swing exact-match accuracy between 0.86 and 0.99 from epoch to epoch,
-    # by CPU (the numerics differ between CPUs).
-    optimizer = kt.transformer_optimizer(
-        config.d_model,
-        config.warmup_steps,
-        0.5,
-        cooldown_steps=400,
-        total_steps=epochs * math.ceil(len(sources) / batch_size),
-    )
-    model.compile(
-        optimizer=optimizer, loss=kt.LabelSmoothedCrossEntropy(config.label_smoothing)
-    )
-    inputs = {"encoder_inputs": sources, "decoder_inputs": decoder_inputs}
-    train = tf.data.Dataset.from_tensor_slices((inputs, labels))
-    train = train.shuffle(len(sources), seed=0).batch(batch_size)
-    model.fit(train, epochs=epochs, verbose=0)
-    return model
+MAX_LENGTH = 8
 
 
 @pytest.mark.slow
 def test_greedy_and_beam_search_reverse_held_out_sequences():
-    model = trained_model()
-    sources, _, expected = reversal_data(300, VOCAB, MAX_LENGTH, seed=1)  # labels
+    model = train_reverser(10000, epochs=8, max_length=MAX_LENGTH, verbose=0)
+    sources, _, expected = reversal_data(300, VOCAB_SIZE, MAX_LENGTH, seed=1)  # labels
     for beam_size in (1, 4):
         translate = tf.function(
             lambda x, k=beam_size: decode(model, x, beam_size=k, extra_length=5),
