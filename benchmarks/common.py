@@ -26,7 +26,40 @@ import keras
 import keras_hub
 import tensorflow as tf
 
+import keras_transformer as kt
 from keras_transformer.training.precision import linux_cpu_fields
+
+# The hyper-parameters that give a model its shape, the same for every model
+# a benchmark compares.
+SHAPE_KEYS = (
+    "vocab_size",
+    "d_model",
+    "num_heads",
+    "d_ff",
+    "num_encoder_layers",
+    "num_decoder_layers",
+)
+# The shape of the --quick smoke runs.
+QUICK_SHAPE = dict(
+    vocab_size=1000,
+    d_model=64,
+    num_heads=2,
+    d_ff=128,
+    num_encoder_layers=1,
+    num_decoder_layers=1,
+)
+
+
+def preset_shape(preset, vocab_size):
+    """The `SHAPE_KEYS` of `kt.TransformerConfig`'s preset `preset`, as a dict.
+
+    Example:
+
+    >>> preset_shape("small", 8000)["d_model"]
+    256
+    """
+    config = getattr(kt.TransformerConfig, preset)(vocab_size)
+    return {key: getattr(config, key) for key in SHAPE_KEYS}
 
 
 def median(values):

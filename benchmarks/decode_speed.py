@@ -55,24 +55,14 @@ NEVER_ID = -1  # an end id no model produces, so every step runs
 SEARCHES = {"greedy": 1, "beam_4": 4}
 
 FULL = dict(
-    vocab_size=8000,
-    d_model=256,
-    num_heads=4,
-    d_ff=1024,
-    num_encoder_layers=3,
-    num_decoder_layers=3,
+    common.preset_shape("small", 8000),
     source_length=32,
     new_tokens=32,
     batch_sizes=[1, 32],
     repeats=7,
 )
 QUICK = dict(
-    vocab_size=1000,
-    d_model=64,
-    num_heads=2,
-    d_ff=128,
-    num_encoder_layers=1,
-    num_decoder_layers=1,
+    common.QUICK_SHAPE,
     source_length=8,
     new_tokens=8,
     batch_sizes=[1, 4],
@@ -314,15 +304,7 @@ def main(argv=None):
         if value is not None:
             settings["batch_sizes" if name == "batch_size" else name] = value
     new_tokens, source_length = settings["new_tokens"], settings["source_length"]
-    model_keys = (
-        "vocab_size",
-        "d_model",
-        "num_heads",
-        "d_ff",
-        "num_encoder_layers",
-        "num_decoder_layers",
-    )
-    shape = {key: settings[key] for key in model_keys}
+    shape = {key: settings[key] for key in common.SHAPE_KEYS}
     environment = common.environment(args.threads)
 
     keras.utils.set_random_seed(0)

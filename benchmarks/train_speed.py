@@ -45,37 +45,14 @@ import tensorflow as tf
 
 import keras_transformer as kt
 
-CONFIGS = {
-    "tiny": dict(
-        d_model=128,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        num_heads=4,
-        d_ff=512,
-        vocab_size=8000,
-        length=32,
-        batch_size=64,
-    ),
-    "small": dict(
-        d_model=256,
-        num_encoder_layers=3,
-        num_decoder_layers=3,
-        num_heads=4,
-        d_ff=1024,
-        vocab_size=8000,
-        length=64,
-        batch_size=32,
-    ),
+CONFIGS = {  # the presets' shapes
+    "tiny": dict(common.preset_shape("tiny", 8000), length=32, batch_size=64),
+    "small": dict(common.preset_shape("small", 8000), length=64, batch_size=32),
 }
 QUICK_CONFIGS = {  # --quick: the same names, smaller shapes, for smoke runs
     name: dict(
         config,
-        d_model=64,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        num_heads=2,
-        d_ff=128,
-        vocab_size=1000,
+        **common.QUICK_SHAPE,
         batch_size=16,
         length=config["length"] // 2,
     )
@@ -267,17 +244,7 @@ class TutorialTransformer(keras.Model):
 def build_model(name, config, package=kt):
     """The model `name` for `config`, under the current global dtype policy;
     "ours" and "baseline" are built by `package` (`--baseline`'s for the latter)."""
-    shape = {
-        key: config[key]
-        for key in (
-            "vocab_size",
-            "d_model",
-            "num_heads",
-            "d_ff",
-            "num_encoder_layers",
-            "num_decoder_layers",
-        )
-    }
+    shape = {key: config[key] for key in common.SHAPE_KEYS}
     if name in ("ours", "baseline"):
         return package.build_transformer(
             package.TransformerConfig(
