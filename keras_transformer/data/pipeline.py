@@ -5,14 +5,44 @@ import tensorflow as tf
 from keras_transformer.data.tokenizer import END_ID, START_ID
 
 
+def truncate_with_end_id(pieces, max_length):
+    """The first `max_length - 1` piece ids, then the end id.
+
+    The one truncation rule of encoder inputs and labels, in training
+    (`model_example`) and in the exported translator alike.
+
+    Args:
+        pieces: int32 piece ids without start/end, one sequence (L,) or a
+            ragged batch (B, None).
+        max_length: the most ids in a result.
+
+    Returns:
+        The ids, of the kind of `pieces`: (<= max_length,) or ragged
+        (B, None).
+
+    Example:
+
+    >>> truncate_with_end_id(tf.constant([7, 8, 9]), max_length=3).numpy()
+    array([7, 8, 2], dtype=int32)
+    >>> truncate_with_end_id(tf.ragged.constant([[7, 8, 9], []]), max_length=3)
+    <tf.RaggedTensor [[7, 8, 2], [2]]>
+    """
+    if isinstance(pieces, tf.RaggedTensor):
+        end = tf.fill([pieces.nrows(), 1], END_ID)  # (B, 1)
+    else:
+        end = tf.constant([END_ID])  # (1,)
+    return tf.concat([pieces[..., : max_length - 1], end], axis=-1)
+
+
 def model_example(source_ids, target_ids, max_length):
     """One tokenized pair -> `({"encoder_inputs", "decoder_inputs"}, labels)`.
 
     The encoder input is the source pieces then the end id; the target
     sequence is the start id, the target pieces, the end id. Over-long
-    sequences lose their last pieces (the end id is kept), so the encoder
-    input and the decoder input hold at most `max_length` ids. Labels are
-    the decoder inputs shifted left by one.
+    sequences lose their last pieces (the end id is kept, see
+    `truncate_with_end_id`), so the encoder input and the decoder input
+    hold at most `max_length` ids. Labels are the decoder inputs shifted
+    left by one.
 
     Args:
         source_ids, target_ids: int32 (L,) piece ids without start/end.
@@ -27,8 +57,10 @@ def model_example(source_ids, target_ids, max_length):
     >>> labels.numpy()
     array([5, 6, 2], dtype=int32)
     """
-    encoder_inputs = tf.concat([source_ids[: max_length - 1], [END_ID]], axis=0)
-    target = tf.concat([[START_ID], target_ids[: max_length - 1], [END_ID]], axis=0)
+    encoder_inputs = truncate_with_end_id(source_ids, max_length)
+    target = tf.concat(
+        [[START_ID], truncate_with_end_id(target_ids, max_length)], axis=0
+    )
     inputs = {"encoder_inputs": encoder_inputs, "decoder_inputs": target[:-1]}
     return inputs, target[1:]
 

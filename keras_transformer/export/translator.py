@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from keras_transformer.data.pipeline import truncate_with_end_id
 from keras_transformer.data.tokenizer import END_ID, START_ID
 from keras_transformer.decoding.model_decoding import decode
 
@@ -52,9 +53,8 @@ class Translator(tf.Module):
 
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""
-        pieces = self.tokenizer.tokenize(text)[:, : self.max_length - 1]
-        end = tf.fill([pieces.nrows(), 1], END_ID)
-        return tf.concat([pieces, end], axis=1).to_tensor()  # (B, S)
+        pieces = self.tokenizer.tokenize(text)  # (B, None)
+        return truncate_with_end_id(pieces, self.max_length).to_tensor()  # (B, S)
 
     def _decode(self, source_ids, beam_size, alpha):
         ids, scores = decode(

@@ -2,13 +2,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import keras_transformer as kt
 from keras_transformer.data import (
     load_ding_pairs,
     make_dataset,
     mix_pairs,
+    model_example,
     pairs_to_dataset,
     train_tokenizer,
 )
+from keras_transformer.export import Translator
+from keras_transformer.export.translator import TEXT
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +51,27 @@ def test_labels_are_decoder_inputs_shifted_by_one(setting):
         encoder = inputs["encoder_inputs"].numpy()
         encoder_lengths = (encoder != 0).sum(axis=1)
         assert np.all(encoder[np.arange(len(encoder)), encoder_lengths - 1] == 2)
+
+
+def test_the_translator_cuts_sources_as_training_does(setting):
+    pairs, tokenizer = setting
+    max_length = 8
+    config = kt.TransformerConfig.tiny(
+        tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=max_length
+    )
+    translator = Translator(kt.build_transformer(config), tokenizer)
+    texts = [source for source, _ in pairs[:40]] + ["", "  "]
+    source_ids = tf.function(translator.source_ids, input_signature=[TEXT])
+    served = source_ids(tf.constant(texts)).numpy()  # as in the SavedModel
+    cut = 0
+    for text, row in zip(texts, served, strict=True):
+        pieces = tokenizer.tokenize([text])[0]
+        cut += len(pieces) >= max_length
+        trained = model_example(pieces, pieces, max_length)[0]["encoder_inputs"]
+        trained = trained.numpy()
+        np.testing.assert_array_equal(row[: len(trained)], trained)
+        assert not row[len(trained) :].any()
+    assert cut > 0
 
 
 def test_round_trip_through_the_pipeline(setting):
