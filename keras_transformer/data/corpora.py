@@ -19,6 +19,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_transformer.data import ding, tfds_ding
+from keras_transformer.data.text_files import read_lines
 
 DING_ALIASES = ("ding", "ding_de_en", "ding/de-en")
 DEFAULT_SPLITS = ("train", "validation", "test")
@@ -305,24 +306,6 @@ def _check_file(path, what):
         )
 
 
-def _read_lines(path):
-    """The lines of a UTF-8 file, split at line ends (\\n, \\r\\n or \\r) only.
-
-    `str.splitlines` would also split at the separators Unicode allows
-    inside text (U+2028, U+0085, form feed, ...), which some corpora
-    contain, and shift every later line of one side of a parallel corpus.
-    """
-    try:
-        with open(path, encoding="utf-8-sig") as file:
-            return [line.rstrip("\n") for line in file]
-    except UnicodeDecodeError as error:
-        raise ValueError(
-            f"{os.fspath(path)!r} is not UTF-8 text ({error.reason}: "
-            f"{error.object[error.start : error.end]!r}); convert it first, "
-            "e.g. with `iconv -f latin1 -t utf-8`."
-        ) from error
-
-
 def _normalise(text):
     return " ".join(text.split())
 
@@ -346,7 +329,7 @@ def read_parallel_files(source_path, target_path):
     """
     _check_file(source_path, "source file")
     _check_file(target_path, "target file")
-    sources, targets = _read_lines(source_path), _read_lines(target_path)
+    sources, targets = read_lines(source_path), read_lines(target_path)
     if len(sources) != len(targets):
         raise ValueError(
             f"{os.fspath(source_path)!r} has {len(sources)} lines but "
@@ -378,7 +361,7 @@ def read_tsv(path, columns=(0, 1)):
     _check_file(path, "TSV file")
     source_column, target_column = columns
     pairs = []
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")

@@ -52,6 +52,8 @@ import os
 import re
 import unicodedata
 
+from keras_transformer.data.text_files import read_lines
+
 DING_PATH = "/usr/share/trans/de-en"
 SPLITS = ("train", "validation", "test", "phrases", "variants")
 MIN_SENTENCE_WORDS = 3
@@ -374,15 +376,16 @@ def read_ding_lines(path=DING_PATH):
         path: the dictionary file.
 
     Returns:
-        A list of the file's lines, comments included.
+        A list of the file's lines (split as `read_lines` splits them),
+        comments included, normalised to NFC.
 
     Raises:
         FileNotFoundError: the file does not exist; the message says to run
             `apt-get install trans-de-en` or pass `path`.
+        ValueError: the file is not UTF-8.
     """
     _check_ding_file(path)
-    with open(path, encoding="utf-8") as file:  # lines end at \n, \r\n or \r only
-        return [unicodedata.normalize("NFC", line.rstrip("\n")) for line in file]
+    return [unicodedata.normalize("NFC", line) for line in read_lines(path)]
 
 
 def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):

@@ -265,6 +265,9 @@ def test_lines_end_only_at_line_ends(tmp_path):
         "Er sagte\u2028Ja. :: He said\u2028yes.",
         "A\x0cB :: C",
     ]
+    path.write_bytes("Grüße :: greetings\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="is not UTF-8 text"):
+        ding.read_ding_lines(path)
 
 
 def test_tfds_builder_gives_the_same_pairs(pairs, ding_data_dir):
