@@ -324,7 +324,7 @@ class TranslationJob:
         """
         if self.epochs is not None:
             return self
-        if resolve_precision(self.precision) != "mixed_bfloat16":
+        if self.dtype_policy() != "mixed_bfloat16":
             return dataclasses.replace(self, epochs=EPOCHS)
         dropout = max(self.model_config(1).dropout, BFLOAT16_MIN_DROPOUT)
         return dataclasses.replace(
@@ -338,6 +338,16 @@ class TranslationJob:
             **self.model,
         }
         return getattr(TransformerConfig, self.preset)(vocab_size, **values)
+
+    def dtype_policy(self):
+        """The Keras dtype policy the run trains in: `precision`, "auto" resolved.
+
+        Example:
+
+        >>> TranslationJob(precision="mixed_float16").dtype_policy()
+        'mixed_float16'
+        """
+        return resolve_precision(self.precision)
 
 
 def load_splits(job):
@@ -415,7 +425,7 @@ def run_translation_job(job, log=print):
     with open(os.path.join(job.output_dir, "job.json"), "w") as file:
         json.dump(dataclasses.asdict(job), file, indent=2)  # for `evaluate_run`
     keras.utils.set_random_seed(job.seed)
-    with global_dtype_policy(resolve_precision(job.precision)):
+    with global_dtype_policy(job.dtype_policy()):
         return _train_evaluate_export(
             job, strategy, chief_checkpoints, changed, started, log
         )
@@ -613,12 +623,12 @@ def averaged_model(output_dir, last=None):
     return _checkpoints_model(
         output_dir,
         job.average_last if last is None else last,
-        job.precision if job else "float32",
+        job.dtype_policy() if job else "float32",
     )
 
 
-def _checkpoints_model(output_dir, last, precision):
-    """`averaged_model` with `last` and the run's `precision` already known."""
+def _checkpoints_model(output_dir, last, dtype_policy):
+    """`averaged_model` with `last` and the run's `dtype_policy` already known."""
     config_path = os.path.join(output_dir, "model_config.json")
     if not os.path.exists(config_path):
         raise FileNotFoundError(
@@ -629,7 +639,7 @@ def _checkpoints_model(output_dir, last, precision):
         raise ValueError(f"last must be >= 1, got {last}.")
     with open(config_path) as file:
         config = TransformerConfig.from_dict(json.load(file))
-    with global_dtype_policy(resolve_precision(precision)):
+    with global_dtype_policy(dtype_policy):
         model = build_transformer(config)
     directory = os.path.join(output_dir, "checkpoints")
     paths = tf.train.get_checkpoint_state(directory)
@@ -672,7 +682,7 @@ def evaluate_run(
     beam_size = job.beam_size if beam_size is None else beam_size
     alpha = job.alpha if alpha is None else alpha
     sources, targets = dataset_to_lists(load_splits(job)[split].take(sample or -1))
-    model, paths = _checkpoints_model(output_dir, last, job.precision)
+    model, paths = _checkpoints_model(output_dir, last, job.dtype_policy())
     tokenizer = SubwordTokenizer.load(tokenizer_path(output_dir))
     translator = Translator(model, tokenizer, beam_size, alpha)
     function = translator.greedy if beam_size == 1 else translator.translate
