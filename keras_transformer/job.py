@@ -66,7 +66,7 @@ BFLOAT16_MIN_DROPOUT = 0.2
 # Settings that only change what happens after training or where files go.
 _NOT_TRAINING_SETTINGS = frozenset(
     ("average_last", "beam_size", "alpha", "bleu_sample", "test_sample", "samples")
-    + ("output_dir", "export_dir", "export_name")
+    + ("output_dir", "export_dir", "export_name", "export_precision")
 )
 
 
@@ -157,6 +157,9 @@ class TranslationJob:
         output_dir: where the run's files go.
         export_dir, export_name: the SavedModel goes to
             `export_dir/export_name/<version>/`; no export when empty.
+        export_precision: what the exported model computes in, a
+            `precision` name ("auto" as above); float32 by default, whatever
+            the run trained in.
     """
 
     corpus: str = _option(
@@ -270,6 +273,13 @@ class TranslationJob:
     output_dir: str = _option(_OUTPUT, "runs/ding-de-en")
     export_dir: str = _option(_OUTPUT, "saved_models")
     export_name: str = _option(_OUTPUT, "translator")
+    export_precision: str = _option(
+        _OUTPUT,
+        "float32",
+        choices=PRECISIONS,
+        help="what the export computes in (default: float32, whatever the run "
+        "trained in)",
+    )
 
     def __post_init__(self):
         self.train_files = tuple(self.train_files)  # a list from JSON or argparse
@@ -277,6 +287,7 @@ class TranslationJob:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
         check_strategy(self.strategy, self.logical_cpus)
         check_precision(self.precision)
+        check_precision(self.export_precision)
         if self.corpus == "files" and len(self.train_files) not in (1, 2):
             raise ValueError(
                 "corpus 'files' needs train_files: (source, target) or (tsv,), "
@@ -543,7 +554,12 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
     )
     export_path = None
     if job.export_dir:
-        export_path = export_translator(translator, job.export_dir, job.export_name)
+        export_path = export_translator(
+            translator,
+            job.export_dir,
+            job.export_name,
+            dtype_policy=resolve_precision(job.export_precision),
+        )
         log(f"Exported the translator to {export_path}")
     for source, reference, translation in list(
         zip(test_sources, test_targets, translations, strict=True)

@@ -138,6 +138,9 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, strategy="tpu")
     with pytest.raises(ValueError, match="precision must be one of"):
         tiny_job(tmp_path, precision="bfloat16")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        tiny_job(tmp_path, export_precision="bfloat16")
+    assert not (tmp_path / "run").exists()  # raised before training
     with pytest.raises(ValueError, match="logical_cpus=2 needs strategy 'mirrored'"):
         tiny_job(tmp_path, logical_cpus=2)
     with pytest.raises(ValueError, match="needs an extra_train_split"):

@@ -7,6 +7,7 @@ import tempfile
 import tensorflow as tf
 
 from keras_transformer.export.translator import Translator
+from keras_transformer.training.precision import global_dtype_policy
 
 VOCABULARY_FILE = "tokenizer.model"
 
@@ -20,7 +21,11 @@ def next_version(model_dir):
 
 
 def export_translator(
-    translator, export_dir="saved_models", name="translator", version=None
+    translator,
+    export_dir="saved_models",
+    name="translator",
+    version=None,
+    dtype_policy="float32",
 ):
     """Saves `translator` as `export_dir/name/version/`, the layout TF Serving reads.
 
@@ -32,13 +37,18 @@ def export_translator(
     written to a hidden folder first and renamed into place, so an
     interrupted export never leaves a half-written version that a model
     server could pick up. Only the model's weights are exported, not the
-    optimizer state of a model that was trained.
+    optimizer state of a model that was trained. The exported model
+    computes in `dtype_policy`, float32 unless asked, whatever policy the
+    translator's model computes in (a model trained in mixed_bfloat16
+    exports a float32 translator).
 
     Args:
         translator: a `keras_transformer.export.Translator`.
         export_dir: the base folder, `saved_models` by default.
         name: the model's name (TF Serving's `--model_name`).
         version: an int; by default one more than the newest version.
+        dtype_policy: the Keras dtype policy of the exported model, e.g.
+            "float32" or "mixed_bfloat16".
 
     Returns:
         The path of the new version folder.
@@ -48,7 +58,7 @@ def export_translator(
     path = os.path.join(model_dir, str(version))
     if os.path.exists(path):
         raise FileExistsError(f"{path} exists; pass another version.")
-    serving = _serving_copy(translator)
+    serving = _serving_copy(translator, dtype_policy)
     os.makedirs(model_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{version}-", dir=model_dir)
     try:
@@ -68,10 +78,14 @@ def export_translator(
     return path
 
 
-def _serving_copy(translator):
-    """The same translator over an uncompiled copy of the model's weights."""
+def _serving_copy(translator, dtype_policy):
+    """The same translator over an uncompiled copy of the model's weights.
+
+    The copy computes in `dtype_policy`; its weights are the model's.
+    """
     model = translator.model
-    copy = type(model).from_config(model.get_config())
+    with global_dtype_policy(dtype_policy):
+        copy = type(model).from_config(model.get_config())
     copy.set_weights(model.get_weights())
     return Translator(
         copy,

@@ -10,11 +10,16 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_transformer.export import export_translator
+import keras_transformer as kt
+from keras_transformer.data import train_tokenizer
+from keras_transformer.export import Translator, export_translator
+from keras_transformer.job import TranslationJob
+from keras_transformer.training import global_dtype_policy, resolve_precision
 
 pytestmark = pytest.mark.slow
 
@@ -135,6 +140,33 @@ def test_export_writes_numbered_versions_with_the_vocabulary(translator, exporte
     with pytest.raises(AttributeError):  # a failed export leaves nothing behind
         export_translator(object(), os.path.dirname(model_dir), "translator")
     assert sorted(os.listdir(model_dir)) == ["1", "2"]
+
+
+def test_a_mixed_bfloat16_run_exports_a_float32_translator(tmp_path):
+    keras.utils.set_random_seed(0)
+    tokenizer = train_tokenizer(["a b c d e"] * 20, vocab_size=20, byte_fallback=False)
+    config = kt.TransformerConfig.tiny(
+        tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=8
+    )
+    job = TranslationJob(precision="mixed_bfloat16")
+    with global_dtype_policy(job.dtype_policy()):
+        trained = kt.build_transformer(config)
+    float32 = kt.build_transformer(config)
+    float32.set_weights(trained.get_weights())
+    ids = tf.constant([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
+
+    def scores(model):
+        translator = Translator(model, tokenizer)  # alive while its method runs
+        return translator.translate_ids(ids)["score"].numpy()
+
+    path = export_translator(
+        Translator(trained, tokenizer),
+        str(tmp_path),
+        dtype_policy=resolve_precision(job.export_precision),
+    )
+    exported = tf.saved_model.load(path).signatures["ids"](ids=ids)["score"].numpy()
+    np.testing.assert_allclose(exported, scores(float32), atol=1e-5)
+    assert not np.allclose(exported, scores(trained), atol=1e-3)  # bfloat16's
 
 
 def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out):
