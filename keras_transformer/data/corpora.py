@@ -12,8 +12,10 @@ are two scalar `tf.string` tensors.
 - `pairs_to_dataset(pairs)`: a list of pairs you already have.
 """
 
+import contextlib
 import os
 import re
+import tempfile
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -63,6 +65,22 @@ def _choose_config(name, source, target):
     )
 
 
+@contextlib.contextmanager
+def _temporary_tempdir():
+    """Points `tempfile` at a new folder inside a `with` block, then removes it.
+
+    A TFDS builder of a dataset not prepared in its `data_dir` makes a
+    `tmp...tfds` folder in the temp dir (for its metadata from GCS) and
+    never removes it; made inside the block, it goes with the folder.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        previous, tempfile.tempdir = tempfile.tempdir, folder
+        try:
+            yield
+        finally:
+            tempfile.tempdir = previous
+
+
 def _make_builder(name, source, target, data_dir):
     """The TFDS builder for `name` (no download), with clear errors."""
     if name.lower() in DING_ALIASES:
@@ -70,7 +88,8 @@ def _make_builder(name, source, target, data_dir):
     try:
         if "/" not in name:
             name = _choose_config(name, source, target)
-        return tfds.builder(name, data_dir=data_dir)
+        with _temporary_tempdir():
+            return tfds.builder(name, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError as error:
         raise ValueError(
             f"Unknown dataset {name!r}. Pass 'ding' (offline German-English, "
@@ -237,10 +256,11 @@ def load_translation_corpus(
     Example:
 
     >>> import tempfile
-    >>> corpus = load_translation_corpus(
-    ...     "ding", "en", "de", splits=("test",), data_dir=tempfile.mkdtemp()
-    ... )
-    >>> english, german = next(iter(corpus["test"]))
+    >>> with tempfile.TemporaryDirectory() as data_dir:
+    ...     corpus = load_translation_corpus(
+    ...         "ding", "en", "de", splits=("test",), data_dir=data_dir
+    ...     )
+    ...     english, german = next(iter(corpus["test"]))
     >>> german.dtype.name
     'string'
     """
@@ -450,9 +470,10 @@ def load_text_corpus(
     Example:
 
     >>> import pathlib, tempfile
-    >>> tsv = pathlib.Path(tempfile.mkdtemp()) / "pairs.tsv"
-    >>> _ = tsv.write_text("Guten Morgen.\\tGood morning.\\nDanke.\\tThanks.\\n")
-    >>> corpus = load_text_corpus(tsv)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     tsv = pathlib.Path(folder) / "pairs.tsv"
+    ...     _ = tsv.write_text("Guten Morgen.\\tGood morning.\\nDanke.\\tThanks.\\n")
+    ...     corpus = load_text_corpus(tsv)
     >>> int(corpus["train"].cardinality())
     2
     """

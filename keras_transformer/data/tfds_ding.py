@@ -41,7 +41,8 @@ class DingDeEn(tfds.core.GeneratorBasedBuilder):
     Example:
 
     >>> import tempfile
-    >>> builder = tfds.builder("ding_de_en", data_dir=tempfile.mkdtemp())
+    >>> with tempfile.TemporaryDirectory() as data_dir:
+    ...     builder = tfds.builder("ding_de_en", data_dir=data_dir)
     >>> builder.info.supervised_keys, str(builder.info.version)
     (('de', 'en'), '1.1.0')
     """

@@ -1,5 +1,7 @@
 """Loading corpora by name and from the user's files; nothing is downloaded."""
 
+import tempfile
+
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -90,6 +92,18 @@ def test_ding_without_the_dictionary_says_what_to_install(tmp_path, monkeypatch)
     monkeypatch.setattr(ding, "DING_PATH", str(tmp_path / "de-en"))
     with pytest.raises(FileNotFoundError, match="apt-get install trans-de-en"):
         corpora.load_translation_corpus("ding", data_dir=str(tmp_path / "tfds"))
+
+
+def test_loading_leaves_no_folders_in_the_temp_dir(tmp_path, monkeypatch):
+    temp, data_dir = tmp_path / "temp", str(tmp_path / "tfds")
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    corpus = corpora.load_translation_corpus("ding", data_dir=data_dir)
+    assert len(as_pairs(corpus["test"])) > 0
+    corpora.resolve_language_pair(TED, data_dir=data_dir)
+    with pytest.raises(corpora.CorpusNotFoundError):
+        corpora.load_translation_corpus(WMT, data_dir=data_dir, download=False)
+    assert [path.name for path in temp.iterdir() if path.is_dir()] == []
 
 
 # The user's own files.
