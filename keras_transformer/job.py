@@ -56,13 +56,10 @@ from keras_transformer.training.checkpoints import (
 )
 
 PRESETS = ("tiny", "small", "base", "big")
-# The default epochs fill about the keras.io recipe's CPU time (README, "The
-# main job"). In mixed_bfloat16 a CPU with bfloat16 matmuls trains a step
-# about 1.7x faster: there the same time buys 1.5x the epochs, and with
-# more dropout they score higher (measured over three seeds).
-EPOCHS = 12
-BFLOAT16_EPOCHS = 18
-BFLOAT16_MIN_DROPOUT = 0.2
+# The recipe, the same in every precision (docs/experiments.md, "One recipe
+# in every precision"): 18 epochs, dropout at least 0.2 unless `model` sets it.
+EPOCHS = 18
+MIN_DROPOUT = 0.2
 # Settings that only change what happens after training or where files go.
 _NOT_TRAINING_SETTINGS = frozenset(
     ("average_last", "beam_size", "alpha", "bleu_sample", "test_sample", "samples")
@@ -129,11 +126,9 @@ class TranslationJob:
         cooldown_fraction: the learning rate falls linearly to 0 over this
             share of the run's updates, at its end (see
             `TransformerSchedule`); 0 for the paper's schedule.
-        epochs: training epochs; None for the job's default, settled by
-            `with_defaults`: `EPOCHS` (12), or, where the run trains in
-            mixed_bfloat16, `BFLOAT16_EPOCHS` (18) with dropout raised to
-            `BFLOAT16_MIN_DROPOUT` (0.2) unless `model` sets it. Both fill
-            about the keras.io recipe's CPU time on a 2-core CPU.
+        epochs: training epochs, `EPOCHS` (18) by default, in every
+            precision; the model's dropout is at least `MIN_DROPOUT` (0.2)
+            unless `model` sets it (see `model_config`).
         steps_per_epoch: steps per epoch; one pass over the data when None.
         checkpoint_every: steps between checkpoints (also at epoch ends).
         average_last: average the last N checkpoints at the end; 1 keeps
@@ -226,11 +221,10 @@ class TranslationJob:
         help="the learning rate falls linearly to 0 over the last share F of the "
         "updates (0: the paper's schedule)",
     )
-    epochs: int | None = _option(
+    epochs: int = _option(
         _TRAINING,
-        None,
-        help="default: 12; 18, with dropout at least 0.2 unless --model sets it, "
-        "where the run trains in mixed_bfloat16 (the same CPU time)",
+        EPOCHS,
+        help="with the preset's dropout raised to at least 0.2 unless --model sets it",
     )
     steps_per_epoch: int | None = _option(
         _TRAINING, 125, help="steps per epoch (0: one pass over the data)"
@@ -294,7 +288,7 @@ class TranslationJob:
                 f"got {self.train_files!r}."
             )
         for name in (
-            *(("epochs",) if self.epochs is not None else ()),
+            "epochs",
             "checkpoint_every",
             "average_last",
             "beam_size",
@@ -321,34 +315,25 @@ class TranslationJob:
                 f"cooldown_fraction must be in [0, 1], got {self.cooldown_fraction}."
             )
 
-    def with_defaults(self):
-        """This job with `epochs` (and so dropout) settled for its precision.
+    def model_config(self, vocab_size):
+        """The job's `TransformerConfig`: its preset with dropout at least
+        `MIN_DROPOUT`, then the `model` overrides.
 
         Example:
 
-        >>> job = TranslationJob(precision="float32").with_defaults()
-        >>> job.epochs, job.model
-        (12, {})
-        >>> job = TranslationJob(precision="mixed_bfloat16").with_defaults()
-        >>> job.epochs, job.model
-        (18, {'dropout': 0.2})
+        >>> TranslationJob().model_config(100).dropout
+        0.2
+        >>> TranslationJob(preset="big").model_config(100).dropout
+        0.3
+        >>> TranslationJob(model={"dropout": 0.1}).model_config(100).dropout
+        0.1
         """
-        if self.epochs is not None:
-            return self
-        if self.dtype_policy() != "mixed_bfloat16":
-            return dataclasses.replace(self, epochs=EPOCHS)
-        dropout = max(self.model_config(1).dropout, BFLOAT16_MIN_DROPOUT)
-        return dataclasses.replace(
-            self, epochs=BFLOAT16_EPOCHS, model={"dropout": dropout, **self.model}
+        preset = getattr(TransformerConfig, self.preset)(
+            vocab_size, max_length=self.max_length, warmup_steps=self.warmup_steps
         )
-
-    def model_config(self, vocab_size):
-        values = {
-            "max_length": self.max_length,
-            "warmup_steps": self.warmup_steps,
-            **self.model,
-        }
-        return getattr(TransformerConfig, self.preset)(vocab_size, **values)
+        return preset.replace(
+            **{"dropout": max(preset.dropout, MIN_DROPOUT), **self.model}
+        )
 
     def dtype_policy(self):
         """The Keras dtype policy the run trains in: `precision`, "auto" resolved.
@@ -430,7 +415,7 @@ def run_translation_job(job, log=print):
         job,
         output_dir=worker_directory(strategy, job.output_dir),
         export_dir=job.export_dir and worker_directory(strategy, job.export_dir),
-    ).with_defaults()
+    )
     os.makedirs(job.output_dir, exist_ok=True)
     changed = changed_training_settings(job.output_dir, job)
     with open(os.path.join(job.output_dir, "job.json"), "w") as file:

@@ -20,7 +20,7 @@ from keras_transformer.job import (
     load_splits,
     run_translation_job,
 )
-from keras_transformer.training import resolve_precision
+from keras_transformer.training import PRECISIONS, resolve_precision
 
 
 def tiny_job(tmp_path, **overrides):
@@ -110,21 +110,14 @@ def test_changed_training_settings_ignore_evaluation_and_paths(tmp_path):
     ]
 
 
-def test_default_epochs_follow_the_precision(tmp_path):
-    def settled(**settings):
-        job = TranslationJob(**settings).with_defaults()
-        return job.epochs, job.model
-
-    assert settled(precision="float32") == (12, {})
-    assert settled(precision="mixed_bfloat16") == (18, {"dropout": 0.2})
-    assert settled(precision="mixed_bfloat16", model={"dropout": 0.1}) == (
-        18,
-        {"dropout": 0.1},
-    )
-    assert settled(precision="mixed_bfloat16", preset="big") == (18, {"dropout": 0.3})
-    assert settled(precision="mixed_bfloat16", epochs=3) == (3, {})
-    auto = TranslationJob().with_defaults().epochs
-    assert auto == (18 if resolve_precision("auto") == "mixed_bfloat16" else 12)
+def test_the_recipe_is_the_same_in_every_precision():
+    for precision in PRECISIONS:
+        job = TranslationJob(precision=precision)
+        assert job.epochs == 18
+        assert job.model_config(100).dropout == 0.2
+    assert TranslationJob(model={"dropout": 0.1}).model_config(100).dropout == 0.1
+    assert TranslationJob(preset="big").model_config(100).dropout == 0.3
+    assert TranslationJob(model={"d_model": 64}).model_config(100).dropout == 0.2
 
 
 def test_bad_job_settings_are_value_errors(tmp_path):
