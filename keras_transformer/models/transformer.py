@@ -8,7 +8,7 @@ from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
 from keras_transformer.models.config import TransformerConfig
-from keras_transformer.training.keras_workarounds import fix_distributed_fit
+from keras_transformer.training.keras_internals import fix_distributed_fit
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")

@@ -9,7 +9,7 @@ from keras_transformer.training.distribution import (
     read_tf_config,
     worker_directory,
 )
-from keras_transformer.training.keras_workarounds import fix_distributed_fit
+from keras_transformer.training.keras_internals import FusedAdam, fix_distributed_fit
 from keras_transformer.training.losses import LabelSmoothedCrossEntropy
 from keras_transformer.training.metrics import MaskedAccuracy
 from keras_transformer.training.precision import (
@@ -26,6 +26,7 @@ from keras_transformer.training.schedules import (
 __all__ = [
     "PRECISIONS",
     "STRATEGIES",
+    "FusedAdam",
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",
     "TransformerSchedule",

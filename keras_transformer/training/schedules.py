@@ -4,6 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_transformer.training.keras_internals import FusedAdam
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -106,7 +108,7 @@ def transformer_optimizer(
     total_steps=None,
     **kwargs,
 ):
-    """`keras.optimizers.Adam` (0.9, 0.98, 1e-9) with the warm-up schedule.
+    """`FusedAdam` (0.9, 0.98, 1e-9) with the warm-up schedule.
 
     Gradient accumulation is Keras's own (`gradient_accumulation_steps` of
     every Keras optimizer): the mean gradient of k micro-batches makes one
@@ -155,7 +157,7 @@ def transformer_optimizer(
     schedule = TransformerSchedule(
         d_model, warmup_steps, scale, accumulation, cooldown_steps, total_steps
     )
-    optimizer = keras.optimizers.Adam(
+    optimizer = FusedAdam(
         learning_rate=schedule,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
         **settings,

@@ -1,10 +1,12 @@
-"""`fix_distributed_fit` against stock Keras (keras-team/keras#20585).
+"""Each part of `keras_internals` against stock Keras.
 
-Each test named `test_stock_keras_*` runs stock Keras and expects the bug
-that a workaround exists for: when one fails, Keras has fixed that bug and
-its part of `keras_workarounds` can go. Strategies over several devices or
-processes must be set up before TensorFlow starts, so the runs happen in
-fresh interpreters, each case printing its outcome as JSON.
+`FusedAdam` must follow `keras.optimizers.Adam`. For `fix_distributed_fit`
+(keras-team/keras#20585), each test named `test_stock_keras_*` runs stock
+Keras and expects the bug that a workaround exists for: when one fails,
+Keras has fixed that bug and its part of `keras_internals` can go.
+Strategies over several devices or processes must be set up before
+TensorFlow starts, so those runs happen in fresh interpreters, each case
+printing its outcome as JSON.
 """
 
 import json
@@ -12,8 +14,12 @@ import subprocess
 import sys
 import textwrap
 
+import keras
+import numpy as np
 import pytest
 
+from keras_transformer.training import FusedAdam
+from keras_transformer.training.schedules import TransformerSchedule
 from tests import test_multi_worker
 from tests.test_distribution import REPO_ROOT
 
@@ -162,3 +168,44 @@ def test_stock_keras_cannot_average_scalar_logs_over_workers(multi_worker_result
 def test_fixed_model_fits_on_several_workers(multi_worker_results):
     for results in multi_worker_results:
         assert results["fixed"] == "ok"
+
+
+SETTINGS = dict(beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+
+
+def trajectories(accumulation=None, steps=12):
+    """Weights after each step under Keras's Adam and FusedAdam, same gradients."""
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(6, 4)).astype("float32")
+    weights, optimizers = [], []
+    for kind in (keras.optimizers.Adam, FusedAdam):
+        weights.append(keras.Variable(start))
+        optimizers.append(
+            kind(
+                learning_rate=TransformerSchedule(d_model=16, warmup_steps=4),
+                gradient_accumulation_steps=accumulation,
+                **SETTINGS,
+            )
+        )
+    history = []
+    for _ in range(steps):
+        gradient = rng.normal(size=start.shape).astype("float32")
+        for weight, optimizer in zip(weights, optimizers, strict=True):
+            optimizer.apply([gradient], [weight])
+        history.append([np.array(weight) for weight in weights])
+    return start, history
+
+
+@pytest.mark.parametrize("accumulation", [None, 3])
+def test_follows_keras_adam(accumulation):
+    start, history = trajectories(accumulation)
+    for keras_weights, fused_weights in history:
+        np.testing.assert_allclose(fused_weights, keras_weights, atol=1e-6)
+    assert not np.allclose(history[-1][1], start)  # it moved
+
+
+def test_serializes():
+    optimizer = FusedAdam(learning_rate=0.01, **SETTINGS)
+    restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    assert isinstance(restored, FusedAdam)
+    assert restored.get_config() == optimizer.get_config()

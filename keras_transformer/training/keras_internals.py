@@ -1,11 +1,21 @@
-"""Workarounds for Keras bugs, the one module that uses Keras's internals.
+"""What relies on Keras's private internals, and nothing else.
 
-Each workaround names its upstream issue, and
-`tests/training/test_keras_workarounds.py` holds a test per bug that runs
-stock Keras and expects it to fail: once Keras fixes the bug, that test
-fails and the workaround can go.
+The one module of the package that imports `keras.src` or reads an
+optimizer's private state, so that a Keras upgrade breaks here or nowhere.
+`tests/training/test_keras_internals.py` checks each part against stock
+Keras:
+
+- `fix_distributed_fit` works around keras-team/keras#20585; its tests run
+  stock Keras and expect the bug, so they fail once Keras fixes it and the
+  workaround can go.
+- `FusedAdam` is Keras's Adam with one TensorFlow kernel per variable
+  update; its test checks that it follows `keras.optimizers.Adam` step for
+  step. It is the training speed trick that earned its place
+  (benchmarks/README.md, "Plain Keras").
 """
 
+import keras
+import tensorflow as tf
 from keras import ops, tree
 
 # The test Keras 3.15's `fit` uses to pick its multi-worker reduction.
@@ -42,7 +52,6 @@ def fix_distributed_fit(model):
 
     Example:
 
-    >>> import keras
     >>> inputs = keras.Input((2,))
     >>> model = fix_distributed_fit(keras.Model(inputs, keras.layers.Dense(1)(inputs)))
     >>> model.compile("sgd", "mse")
@@ -72,3 +81,50 @@ def fix_distributed_fit(model):
     model.train_step = lambda data: per_replica_logs(train_step(data))
     model.test_step = lambda data: per_replica_logs(test_step(data))
     return model
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class FusedAdam(keras.optimizers.Adam):
+    """`keras.optimizers.Adam` updating each variable with one fused kernel.
+
+    Keras's Adam updates a variable with about a dozen elementwise ops,
+    each a pass over the variable and its two moments; this one calls
+    TensorFlow's `ResourceApplyAdam`, which makes one. The arithmetic is
+    Keras's (epsilon is added to sqrt(v), the bias corrections fold into the
+    step size), so the two optimizers follow the same trajectory, and
+    everything else (schedules, gradient accumulation, clipping, loss
+    scaling, `tf.distribute`) is Keras's machinery. `amsgrad=True` uses
+    Keras's update.
+
+    Args:
+        **kwargs: the arguments of `keras.optimizers.Adam`.
+
+    Example:
+
+    >>> optimizer = FusedAdam(learning_rate=0.1)
+    >>> weight = keras.Variable([1.0, 2.0])
+    >>> optimizer.apply([np.array([1.0, -1.0], "float32")], [weight])
+    >>> np.round(np.array(weight), 3)
+    array([0.9, 2.1], dtype=float32)
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = variable.dtype
+        step = tf.cast(self.iterations + 1, dtype)
+        beta_1 = tf.cast(self.beta_1, dtype)
+        beta_2 = tf.cast(self.beta_2, dtype)
+        index = self._get_variable_index(variable)
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle,
+            m=self._momentums[index].handle,
+            v=self._velocities[index].handle,
+            beta1_power=beta_1**step,
+            beta2_power=beta_2**step,
+            lr=tf.cast(learning_rate, dtype),
+            beta1=beta_1,
+            beta2=beta_2,
+            epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(tf.convert_to_tensor(gradient), dtype),
+        )
