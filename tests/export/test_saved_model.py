@@ -10,16 +10,11 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras_transformer as kt
-from keras_transformer.data import train_tokenizer
-from keras_transformer.export import Translator, export_translator
-from keras_transformer.job import TranslationJob
-from keras_transformer.training import global_dtype_policy, resolve_precision
+from keras_transformer.export import export_translator
 
 pytestmark = pytest.mark.slow
 
@@ -142,31 +137,60 @@ def test_export_writes_numbered_versions_with_the_vocabulary(translator, exporte
     assert sorted(os.listdir(model_dir)) == ["1", "2"]
 
 
+# A model built in mixed_bfloat16, exported with the job's default
+# `export_precision`, and the scores of the export's `ids` signature against
+# in-process float32 and bfloat16 translators of the same weights. It runs
+# in a fresh interpreter: here, a second tokenizer and a SavedModel loaded
+# and dropped delete SentencePiece resources the module's translator uses.
+BFLOAT16_EXPORT_SCRIPT = """
+import json
+import sys
+
+import keras
+import tensorflow as tf
+
+import keras_transformer as kt
+from keras_transformer.data import train_tokenizer
+from keras_transformer.export import Translator, export_translator
+from keras_transformer.job import TranslationJob
+from keras_transformer.training import global_dtype_policy, resolve_precision
+
+export_dir, result_file = sys.argv[1:]
+keras.utils.set_random_seed(0)
+tokenizer = train_tokenizer(["a b c d e"] * 20, vocab_size=20, byte_fallback=False)
+config = kt.TransformerConfig.tiny(
+    tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=8
+)
+job = TranslationJob(precision="mixed_bfloat16")
+with global_dtype_policy(job.dtype_policy()):
+    trained = kt.build_transformer(config)
+float32 = kt.build_transformer(config)
+float32.set_weights(trained.get_weights())
+ids = tf.constant([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
+path = export_translator(
+    Translator(trained, tokenizer),
+    export_dir,
+    dtype_policy=resolve_precision(job.export_precision),
+)
+# Held in names: a Translator's tf.function methods keep weak references.
+exported = tf.saved_model.load(path)
+in_float32 = Translator(float32, tokenizer)
+in_bfloat16 = Translator(trained, tokenizer)
+scores = {
+    "exported": exported.signatures["ids"](ids=ids)["score"],
+    "float32": in_float32.translate_ids(ids)["score"],
+    "trained": in_bfloat16.translate_ids(ids)["score"],
+}
+with open(result_file, "w") as file:
+    json.dump({name: value.numpy().tolist() for name, value in scores.items()}, file)
+"""
+
+
+@pytest.mark.slow
 def test_a_mixed_bfloat16_run_exports_a_float32_translator(tmp_path):
-    keras.utils.set_random_seed(0)
-    tokenizer = train_tokenizer(["a b c d e"] * 20, vocab_size=20, byte_fallback=False)
-    config = kt.TransformerConfig.tiny(
-        tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=8
-    )
-    job = TranslationJob(precision="mixed_bfloat16")
-    with global_dtype_policy(job.dtype_policy()):
-        trained = kt.build_transformer(config)
-    float32 = kt.build_transformer(config)
-    float32.set_weights(trained.get_weights())
-    ids = tf.constant([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
-
-    def scores(model):
-        translator = Translator(model, tokenizer)  # alive while its method runs
-        return translator.translate_ids(ids)["score"].numpy()
-
-    path = export_translator(
-        Translator(trained, tokenizer),
-        str(tmp_path),
-        dtype_policy=resolve_precision(job.export_precision),
-    )
-    exported = tf.saved_model.load(path).signatures["ids"](ids=ids)["score"].numpy()
-    np.testing.assert_allclose(exported, scores(float32), atol=1e-5)
-    assert not np.allclose(exported, scores(trained), atol=1e-3)  # bfloat16's
+    scores = run_python(tmp_path, BFLOAT16_EXPORT_SCRIPT, tmp_path / "exports")
+    np.testing.assert_allclose(scores["exported"], scores["float32"], atol=1e-5)
+    assert not np.allclose(scores["exported"], scores["trained"], atol=1e-3)
 
 
 def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out):
