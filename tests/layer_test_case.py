@@ -4,13 +4,11 @@
 things every Keras layer owes its users: a config round trip, eager and
 symbolic calls that agree, a `.keras` save/load round trip without
 `custom_objects` that reproduces the outputs, a `fit` step that moves every
-trainable weight, and the expected number of weights. `traced_op_types`
-lists the ops a function traces to, for tests of what a layer builds.
+trainable weight, and the expected number of weights.
 """
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 
 def run_layer_test(
@@ -79,9 +77,3 @@ def run_layer_test(
 
 def _first(outputs):
     return outputs[0] if isinstance(outputs, tuple | list) else outputs
-
-
-def traced_op_types(function, *specs):
-    """The op types in the graph of `function` traced for `specs`."""
-    graph = tf.function(function).get_concrete_function(*specs).graph
-    return {op.type for op in graph.get_operations()}
