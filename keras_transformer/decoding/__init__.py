@@ -2,7 +2,8 @@
 
 `greedy_decode` and `beam_search` are pure TensorFlow loops over
 `next_fn(ids, cache, index) -> (logits, cache)` and a cache they never look
-inside; `decode` runs them with a `keras_transformer.Transformer`.
+inside; `decode` runs them with a `keras_transformer.Transformer`, or lets
+a keras-hub sampler choose the tokens (`hub_sampling`).
 """
 
 from keras_transformer.decoding.beam_search import beam_search, length_penalty

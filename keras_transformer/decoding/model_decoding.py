@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
+from keras_transformer.decoding.hub_sampling import sample
 
 
 def make_next_fn(model, cache):
@@ -87,6 +88,7 @@ def decode(
     num_results=1,
     extra_length=50,
     max_length=None,
+    sampler=None,
 ):
     """Decodes `encoder_inputs` with `model`: greedy if `beam_size` is 1.
 
@@ -113,6 +115,12 @@ def decode(
         extra_length: tokens allowed beyond the source length.
         max_length: cap on generated tokens; defaults to
             `model.config.max_length`.
+        sampler: a `keras_hub.samplers.Sampler` (top-k, top-p, random,
+            greedy or beam) that chooses the tokens instead, over the same
+            cached step and limits (see `hub_sampling.sample`);
+            `beam_size`, `alpha` and `num_results` keep their defaults then.
+            Its scores are the sums of the log-probabilities of the returned
+            tokens, from a teacher-forced pass.
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
@@ -130,6 +138,11 @@ def decode(
     >>> tuple(ids.shape), tuple(scores.shape)
     ((2, 1, 5), (2, 1))
     """
+    if sampler is not None and (beam_size, num_results) != (1, 1):
+        raise ValueError(
+            "With a sampler, beam_size and num_results must be 1 (a keras-hub "
+            f"BeamSampler sets its own beams); got {beam_size} and {num_results}."
+        )
     check_positive_int("beam_size", beam_size)
     check_positive_int("num_results", num_results)
     if not isinstance(beam_size, tf.Tensor) and num_results > beam_size:
@@ -142,27 +155,39 @@ def decode(
     check_positive_int("max_length", max_length)
 
     encoder_inputs = tf.cast(encoder_inputs, tf.int32)  # (B, S)
+    limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
+    buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
+    encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
+    cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
+    next_fn, state = make_next_fn(model, cache)
+    start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
+    arguments = dict(
+        next_fn=next_fn,
+        start_ids=start_ids,
+        cache=state,
+        max_length=buffer_length,
+        end_id=end_id,
+        max_lengths=limits,
+    )
+    if sampler is not None:
+        ids = sample(sampler, **arguments)  # (B, L)
+        scores = _log_probability(
+            model, ids, encoder_outputs, encoder_padding_mask, start_id
+        )  # (B,)
+        return ids[:, None], scores[:, None]
+    if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
+        ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
+        return ids[:, None], scores[:, None]
+    return beam_search(
+        **arguments, beam_size=beam_size, alpha=alpha, num_results=num_results
+    )  # (B, N, L), (B, N)
 
-    def decode_batch(encoder_inputs):
-        limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
-        buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
-        encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
-        cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
-        next_fn, state = make_next_fn(model, cache)
-        start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
-        arguments = dict(
-            next_fn=next_fn,
-            start_ids=start_ids,
-            cache=state,
-            max_length=buffer_length,
-            end_id=end_id,
-            max_lengths=limits,
-        )
-        if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
-            ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
-            return ids[:, None], scores[:, None]
-        return beam_search(
-            **arguments, beam_size=beam_size, alpha=alpha, num_results=num_results
-        )  # (B, N, L), (B, N)
 
-    return decode_batch(encoder_inputs)
+def _log_probability(model, ids, encoder_outputs, encoder_padding_mask, start_id):
+    """Sum of the log-probabilities of `ids` (B, L), 0 for padding -> (B,)."""
+    start = tf.fill([tf.shape(ids)[0], 1], start_id)  # (B, 1)
+    decoder_inputs = tf.concat([start, ids[:, :-1]], axis=1)  # (B, L)
+    logits = model.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
+    log_probs = tf.nn.log_softmax(logits)  # (B, L, V)
+    token_log_probs = tf.gather(log_probs, ids, batch_dims=2)  # (B, L)
+    return tf.reduce_sum(tf.where(ids != 0, token_log_probs, 0.0), axis=1)
