@@ -314,6 +314,7 @@ class TranslationJob:
             raise ValueError(
                 f"cooldown_fraction must be in [0, 1], got {self.cooldown_fraction}."
             )
+        self.model_config(self.vocab_size)  # `model`'s overrides checked now
 
     def model_config(self, vocab_size):
         """The job's `TransformerConfig`: its preset with dropout at least

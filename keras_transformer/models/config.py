@@ -95,13 +95,13 @@ class TransformerConfig:
     @classmethod
     def base(cls, vocab_size, **overrides):
         """The paper's base model: N=6, d=512, d_ff=2048, h=8, P_drop=0.1."""
-        return cls(vocab_size=vocab_size, **overrides)
+        return cls(vocab_size=vocab_size).replace(**overrides)
 
     @classmethod
     def big(cls, vocab_size, **overrides):
         """The paper's big model: N=6, d=1024, d_ff=4096, h=16, P_drop=0.3."""
         values = dict(d_model=1024, num_heads=16, d_ff=4096, dropout=0.3)
-        return cls(vocab_size=vocab_size, **{**values, **overrides})
+        return cls(vocab_size=vocab_size, **values).replace(**overrides)
 
     @classmethod
     def small(cls, vocab_size, **overrides):
@@ -121,7 +121,7 @@ class TransformerConfig:
             max_length=128,
             norm_first=True,
         )
-        return cls(vocab_size=vocab_size, **{**values, **overrides})
+        return cls(vocab_size=vocab_size, **values).replace(**overrides)
 
     @classmethod
     def tiny(cls, vocab_size, **overrides):
@@ -134,10 +134,19 @@ class TransformerConfig:
             num_decoder_layers=2,
             max_length=64,
         )
-        return cls(vocab_size=vocab_size, **{**values, **overrides})
+        return cls(vocab_size=vocab_size, **values).replace(**overrides)
 
     def replace(self, **changes):
-        """A copy with `changes` applied (and validated)."""
+        """A copy with `changes` applied (and validated).
+
+        Example:
+
+        >>> TransformerConfig.tiny(100).replace(d_modle=64)
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown TransformerConfig field 'd_modle'; the fields are ...
+        """
+        _check_field_names(changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self):
@@ -145,4 +154,16 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, values):
+        _check_field_names(values)
         return cls(**values)
+
+
+def _check_field_names(names):
+    """Raises ValueError naming any of `names` that is not a config field."""
+    fields = [field.name for field in dataclasses.fields(TransformerConfig)]
+    for name in names:
+        if name not in fields:
+            raise ValueError(
+                f"Unknown TransformerConfig field {name!r}; the fields are "
+                f"{', '.join(fields)}."
+            )
