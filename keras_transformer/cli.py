@@ -11,6 +11,7 @@ Run `keras-transformer COMMAND --help` for the options.
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import typing
 
@@ -74,10 +75,28 @@ def _train(args):
 
 def _translate_parser(commands):
     parser = commands.add_parser(
-        "translate", help="translate text with an exported SavedModel"
+        "translate",
+        help="translate text with an exported SavedModel",
+        description="Translates sentences given as arguments, or the lines of "
+        "a file (- for stdin), a line out per line in, in input order, in "
+        "batches as they are read.",
     )
     parser.add_argument("saved_model", help="an export's version folder")
-    parser.add_argument("text", nargs="*", help="sentences (default: stdin lines)")
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="FILE|-|TEXT",
+        help="a file or - (stdin, the default) to translate line by line, or sentences",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="lines per call (default: 32)"
+    )
+    parser.add_argument(
+        "--beam-size", type=int, help="beam width (default: the export's)"
+    )
+    parser.add_argument(
+        "--alpha", type=float, help="length-penalty exponent (default: the export's)"
+    )
     parser.add_argument(
         "--signature", default="serving_default", choices=("serving_default", "greedy")
     )
@@ -85,13 +104,33 @@ def _translate_parser(commands):
 
 
 def _translate(args):
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+    from keras_transformer.export.streaming import translate_lines
 
-    texts = args.text or [line.rstrip("\n") for line in sys.stdin]
-    signature = tf.saved_model.load(args.saved_model).signatures[args.signature]
-    for translation in signature(text=tf.constant(texts, tf.string))["translation"]:
-        print(translation.numpy().decode("utf-8"))
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}.")
+    is_file = len(args.inputs) == 1 and (
+        args.inputs[0] == "-" or os.path.isfile(args.inputs[0])
+    )
+    if args.inputs and not is_file:
+        lines = [text.encode("utf-8") for text in args.inputs]
+        total, batch_size = len(lines), args.batch_size
+    elif not args.inputs or args.inputs[0] == "-":
+        lines, total = sys.stdin.buffer, None
+        batch_size = 1 if sys.stdin.isatty() else args.batch_size  # interactive
+    else:
+        with open(args.inputs[0], "rb") as file:
+            total = sum(1 for _ in file)
+        lines, batch_size = open(args.inputs[0], "rb"), args.batch_size
+    translate_lines(
+        args.saved_model,
+        lines,
+        sys.stdout,
+        batch_size=batch_size,
+        beam_size=args.beam_size,
+        alpha=args.alpha,
+        signature=args.signature,
+        total=total,
+    )
 
 
 def _average_parser(commands):
@@ -171,15 +210,34 @@ def _evaluate(args):
     print(json.dumps(scores, indent=2))
 
 
+# Errors a user's input can cause: reported in one line, without a traceback.
+USER_ERRORS = (ValueError, OSError, KeyError)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="keras-transformer", description=__doc__)
+    """Runs a command; a user error prints one line and exits with status 1."""
+    parser = argparse.ArgumentParser(
+        prog="keras-transformer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error"
+    )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _train_parser(commands)
     _translate_parser(commands)
     _average_parser(commands)
     _evaluate_parser(commands)
     args = parser.parse_args(argv)
-    args.run(args)
+    try:
+        args.run(args)
+    except USER_ERRORS as error:
+        if args.debug:
+            raise
+        message = error.args[0] if isinstance(error, KeyError) else error
+        print(f"keras-transformer: error: {message}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -225,3 +225,12 @@ def test_cli_trains_on_two_logical_cpus_with_mirrored_strategy(tmp_path):
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["steps"] == 2
     assert results["job"]["strategy"] == "mirrored"
+
+
+def test_an_unknown_model_key_is_one_line_naming_the_fields(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--model", '{"d_modle": 64}'])
+    assert exit_info.value.code == 1
+    error = capsys.readouterr().err
+    assert "Unknown TransformerConfig field 'd_modle'" in error
+    assert "d_model" in error and error.count("\n") == 1

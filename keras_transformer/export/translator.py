@@ -50,6 +50,11 @@ class Translator(tf.Module):
         self.alpha = alpha
         self.extra_length = extra_length
         self.max_length = model.config.max_length
+        # Saved with an export, so that a loaded one can tell its defaults.
+        self.defaults = {
+            "beam_size": tf.Variable(beam_size, dtype=tf.int32, trainable=False),
+            "alpha": tf.Variable(alpha, dtype=tf.float32, trainable=False),
+        }
 
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""

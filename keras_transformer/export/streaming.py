@@ -1,0 +1,123 @@
+"""Translating a stream of lines with an exported SavedModel, batch by batch."""
+
+import itertools
+import os
+import sys
+
+import tensorflow as tf
+
+
+def load_export(path):
+    """Loads the SavedModel of an export's version folder, with clear errors.
+
+    Raises:
+        FileNotFoundError: nothing at `path`.
+        ValueError: `path` is the model folder of `export_translator`
+            (holding version folders) or holds no SavedModel.
+    """
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"No export at {path}.")
+    if not os.path.exists(os.path.join(path, "saved_model.pb")):
+        versions = sorted(
+            (int(name) for name in os.listdir(path) if name.isdigit()), reverse=True
+        )
+        if versions:
+            raise ValueError(
+                f"{path} holds the versions {versions}; pass one, e.g. "
+                f"{os.path.join(path, str(versions[0]))}."
+            )
+        raise ValueError(f"{path} holds no SavedModel (saved_model.pb).")
+    return tf.saved_model.load(path)
+
+
+def translation_function(
+    export, signature="serving_default", beam_size=None, alpha=None
+):
+    """A function of a batch of strings that returns their translations.
+
+    Args:
+        export: a loaded export (`load_export`).
+        signature: "serving_default" (beam search with the export's settings)
+            or "greedy".
+        beam_size, alpha: beam search with these instead (the `beam`
+            signature); one left None takes the export's value.
+
+    Returns:
+        A function of bytes (B,) -> bytes (B,).
+    """
+    if beam_size is None and alpha is None:
+        run = export.signatures[signature]
+        return lambda texts: run(text=texts)["translation"]
+    if signature != "serving_default":
+        raise ValueError("--beam-size and --alpha go with the beam search signature.")
+    if beam_size is not None and beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
+    defaults = getattr(export, "defaults", None)
+    if defaults is None and None in (beam_size, alpha):
+        raise ValueError(
+            "This export does not record its beam size and alpha; give both "
+            "--beam-size and --alpha."
+        )
+    beam_size = int(defaults["beam_size"].numpy()) if beam_size is None else beam_size
+    alpha = float(defaults["alpha"].numpy()) if alpha is None else alpha
+    run = export.signatures["beam"]
+    return lambda texts: run(
+        text=texts, beam_size=tf.constant(beam_size), alpha=tf.constant(alpha)
+    )["translation"]
+
+
+def translate_lines(
+    path,
+    lines,
+    output,
+    batch_size=32,
+    beam_size=None,
+    alpha=None,
+    signature="serving_default",
+    total=None,
+):
+    """Translates `lines` (bytes, one sentence each) into `output`, a line each.
+
+    Lines are read `batch_size` at a time, so memory stays bounded, and each
+    batch's translations are written and flushed before the next is read.
+    A line that is not valid UTF-8 is translated with its bad bytes
+    replaced by U+FFFD, with a warning on stderr naming the line. With
+    `total` lines known and stderr a terminal, a progress bar runs there.
+
+    Args:
+        path: the export's version folder.
+        lines: an iterable of bytes, e.g. a file opened in binary mode.
+        output: a text stream, e.g. `sys.stdout`.
+        batch_size: lines per call of the export.
+        beam_size, alpha, signature: see `translation_function`.
+        total: the number of lines, for the progress bar.
+    """
+    import tqdm
+
+    translate = translation_function(load_export(path), signature, beam_size, alpha)
+    lines = iter(lines)
+    progress = tqdm.tqdm(
+        total=total, unit="line", disable=total is None or not sys.stderr.isatty()
+    )
+    number = 0
+    while batch := list(itertools.islice(lines, batch_size)):
+        texts = []
+        for line in batch:
+            number += 1
+            line = line.rstrip(b"\r\n")
+            try:
+                texts.append(line.decode("utf-8"))
+            except UnicodeDecodeError:
+                print(
+                    f"warning: line {number} is not valid UTF-8; its bad bytes "
+                    "were replaced by U+FFFD",
+                    file=sys.stderr,
+                )
+                texts.append(line.decode("utf-8", errors="replace"))
+        for translation in translate(tf.constant(texts, tf.string)).numpy():
+            output.write(translation.decode("utf-8") + "\n")
+        output.flush()
+        progress.update(len(batch))
+    progress.close()
