@@ -78,7 +78,7 @@ def test_command_translates_a_file(translator, exported, held_out, tmp_path, cap
 @pytest.mark.parametrize(
     "where, message",
     [
-        ("model_folder", "holds the versions [1"),
+        ("model_folder", "holds the versions ["),
         ("missing", "No export at"),
     ],
 )

@@ -83,8 +83,12 @@ def test_average_command_writes_the_averaged_model(tmp_path, capsys):
     averaged = keras.saving.load_model(tmp_path / "averaged.keras")
     for i, weight in enumerate(averaged.get_weights()):
         np.testing.assert_allclose(weight, np.mean([s[i] for s in saved], 0), atol=1e-6)
-    with pytest.raises(FileNotFoundError, match="not the output_dir"):
+    with pytest.raises(SystemExit) as exit_info:  # one line, status 1
         main(["average", str(tmp_path), str(tmp_path / "x.keras")])
+    assert exit_info.value.code == 1
+    assert "not the output_dir" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError, match="not the output_dir"):
+        main(["--debug", "average", str(tmp_path), str(tmp_path / "x.keras")])
 
 
 def test_the_averaged_model_computes_in_the_runs_precision(tmp_path):
