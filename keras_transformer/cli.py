@@ -16,6 +16,7 @@ import sys
 import typing
 
 from keras_transformer.job import TranslationJob
+from keras_transformer.training.checkpoints import TrainingInterrupted
 
 
 def _train_parser(commands):
@@ -232,6 +233,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         args.run(args)
+    except TrainingInterrupted as stop:
+        print(f"keras-transformer: {stop}", file=sys.stderr)
+        sys.exit(130)  # the shell's status for Ctrl-C
     except USER_ERRORS as error:
         if args.debug:
             raise

@@ -16,7 +16,9 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import keras
@@ -52,6 +54,7 @@ from keras_transformer.training import (
 from keras_transformer.training.checkpoints import (
     CheckpointCallback,
     TrainingCheckpoints,
+    TrainingInterrupted,
     average_checkpoints,
 )
 
@@ -63,7 +66,17 @@ MIN_DROPOUT = 0.2
 # Settings that only change what happens after training or where files go.
 _NOT_TRAINING_SETTINGS = frozenset(
     ("average_last", "beam_size", "alpha", "bleu_sample", "test_sample", "samples")
-    + ("output_dir", "export_dir", "export_name", "export_precision")
+    + ("output_dir", "export_dir", "export_name", "export_precision", "overwrite")
+)
+# Settings a run's data and vocabulary follow: a run folder resumes only with
+# the same ones.
+_DATA_SETTINGS = (
+    "corpus",
+    "source_language",
+    "target_language",
+    "train_files",
+    "extra_train_split",
+    "vocab_size",
 )
 
 
@@ -267,6 +280,12 @@ class TranslationJob:
     output_dir: str = _option(_OUTPUT, "runs/ding-de-en")
     export_dir: str = _option(_OUTPUT, "saved_models")
     export_name: str = _option(_OUTPUT, "translator")
+    overwrite: bool = _option(
+        _OUTPUT,
+        False,
+        help="start over in --output-dir, deleting the run there (by default a"
+        " run resumes; one of other data is refused)",
+    )
     export_precision: str = _option(
         _OUTPUT,
         "float32",
@@ -417,7 +436,12 @@ def run_translation_job(job, log=print):
         output_dir=worker_directory(strategy, job.output_dir),
         export_dir=job.export_dir and worker_directory(strategy, job.export_dir),
     )
-    os.makedirs(job.output_dir, exist_ok=True)
+    for folder in (job.output_dir, job.export_dir):
+        if folder:
+            check_writable(folder)
+    previous_results = _previous_run(job, log)
+    if previous_results is not None:
+        return previous_results
     changed = changed_training_settings(job.output_dir, job)
     with open(os.path.join(job.output_dir, "job.json"), "w") as file:
         json.dump(dataclasses.asdict(job), file, indent=2)  # for `evaluate_run`
@@ -517,6 +541,12 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
     )
     fit_seconds = time.time() - fit_started
     fit_cpu_seconds = time.process_time() - fit_cpu_started
+    if saver.interrupted_by:
+        raise TrainingInterrupted(
+            f"Stopped by {saver.interrupted_by} at step {checkpoints.step}, saved in"
+            f" {checkpoints.manager.latest_checkpoint}. Rerun the same command to"
+            " resume."
+        )
     if saver.loss_not_finite:
         raise FloatingPointError(
             f"Training stopped near step {checkpoints.step}: the loss is not finite."
@@ -570,6 +600,65 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
     with open(os.path.join(job.output_dir, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
     return results
+
+
+def check_writable(folder):
+    """Creates `folder` if needed and checks that a file can be written there.
+
+    Raises:
+        OSError: naming the folder, e.g. a `PermissionError`.
+    """
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as error:
+        raise type(error)(
+            f"Cannot write to {folder}: {error.strerror or error}."
+        ) from error
+
+
+def _previous_run(job, log):
+    """Settles what an earlier run in `job.output_dir` means for `job`.
+
+    With `job.overwrite`, the earlier run is deleted. A run of other data or
+    vocabulary settings is a ValueError naming them. A finished run with the
+    same training settings is not trained, scored or exported again: its
+    saved results are returned. Otherwise (nothing there, or a run to
+    resume) None.
+    """
+    if not os.path.exists(os.path.join(job.output_dir, "job.json")):
+        return None
+    if job.overwrite:
+        log(f"Deleting the earlier run in {job.output_dir} (overwrite).")
+        shutil.rmtree(job.output_dir)
+        os.makedirs(job.output_dir)
+        return None
+    previous = saved_job(job.output_dir)
+    differing = [
+        f"{name}: {getattr(previous, name)!r} there, {getattr(job, name)!r} now"
+        for name in _DATA_SETTINGS
+        if getattr(previous, name) != getattr(job, name)
+    ]
+    if differing:
+        raise ValueError(
+            f"{job.output_dir} holds a run of other data or vocabulary settings "
+            f"({'; '.join(differing)}). Pass --overwrite to start over there, or "
+            "another --output-dir."
+        )
+    results_path = os.path.join(job.output_dir, "results.json")
+    if os.path.exists(results_path) and not changed_training_settings(
+        job.output_dir, job
+    ):
+        with open(results_path) as file:
+            results = json.load(file)
+        log(
+            f"The run in {job.output_dir} is finished: test BLEU "
+            f"{results['bleu']:.2f}, chrF {results['chrf']:.2f}, export "
+            f"{results['export_path']}. Nothing was trained again; pass "
+            "--overwrite to start over, or `keras-transformer evaluate` to rescore."
+        )
+        return results
+    return None
 
 
 def changed_training_settings(output_dir, job):

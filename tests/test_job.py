@@ -234,3 +234,34 @@ def test_an_unknown_model_key_is_one_line_naming_the_fields(capsys):
     error = capsys.readouterr().err
     assert "Unknown TransformerConfig field 'd_modle'" in error
     assert "d_model" in error and error.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_a_used_folder_keeps_its_run(tmp_path):
+    """A finished run is not trained or exported again; other data is refused;
+    overwrite starts over."""
+    first = run_translation_job(tiny_job(tmp_path), log=lambda *_: None)
+    logged = []
+    again = run_translation_job(tiny_job(tmp_path), log=logged.append)
+    assert again == json.loads(json.dumps(first))  # the saved results
+    assert any("is finished" in line for line in logged)
+    assert os.listdir(tmp_path / "saved_models" / "translator") == ["1"]
+    with pytest.raises(ValueError, match=r"other data.*vocab_size: 500 there, 400"):
+        run_translation_job(tiny_job(tmp_path, vocab_size=400), log=logged.append)
+    assert (
+        json.loads((tmp_path / "run" / "results.json").read_text())["bleu"]
+        == (first["bleu"])
+    )
+    logged.clear()
+    fresh = run_translation_job(
+        tiny_job(tmp_path, vocab_size=400, overwrite=True), log=logged.append
+    )
+    assert any("Deleting the earlier run" in line for line in logged)
+    assert fresh["job"]["vocab_size"] == 400 and fresh["steps"] == first["steps"]
+
+
+def test_an_unwritable_export_folder_fails_before_training(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(OSError, match="Cannot write to"):
+        run_translation_job(tiny_job(tmp_path, export_dir=str(tmp_path / "a_file")))
+    assert not (tmp_path / "run" / "job.json").exists()

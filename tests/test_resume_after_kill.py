@@ -103,3 +103,42 @@ def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path)
     translate = tf.saved_model.load(str(export)).signatures["serving_default"]
     translations = translate(text=tf.constant(["Guten Morgen!", "Ich bin müde."]))
     assert translations["translation"].shape == (2,)
+
+
+@pytest.mark.slow
+def test_sigint_saves_the_current_step_and_says_how_to_resume(tmp_path):
+    checkpoints = tmp_path / "run" / "checkpoints"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.Popen(
+        train_command(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not completed_checkpoints(checkpoints):  # `fit` is running
+            assert first.poll() is None, "training ended before its first checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint in time"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGINT)
+        _, errors = first.communicate(timeout=120)
+    finally:
+        first.kill()
+    assert first.returncode == 130, errors[-3000:]
+    stopped = re.search(r"Stopped by SIGINT at step (\d+)", errors)
+    assert stopped and "Rerun the same command to resume" in errors, errors[-3000:]
+    step = int(stopped.group(1))
+    assert completed_checkpoints(checkpoints)[-1] == step < STEPS
+    assert "Traceback" not in errors
+
+    second = subprocess.run(
+        train_command(tmp_path),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert second.returncode == 0, second.stderr[-5000:]
+    assert f"resuming at step {step}" in second.stdout

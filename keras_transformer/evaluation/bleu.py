@@ -70,7 +70,7 @@ class BleuCallback(keras.callbacks.Callback):
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
 
     def on_epoch_end(self, epoch, logs=None):
-        if (epoch + 1) % self.every:
+        if (epoch + 1) % self.every or self.model.stop_training:  # or stopping
             return
         scores = corpus_scores(self.translate(self.sources), self.references)
         if logs is not None:

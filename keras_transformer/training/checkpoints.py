@@ -1,6 +1,8 @@
 """Checkpoints that resume training exactly, and checkpoint averaging."""
 
 import logging
+import signal
+import threading
 
 import keras
 import numpy as np
@@ -11,6 +13,10 @@ log = logging.getLogger(__name__)
 
 class CheckpointCorruptedError(RuntimeError):
     """No checkpoint in a folder could be read."""
+
+
+class TrainingInterrupted(Exception):
+    """Training stopped on a signal, after saving a checkpoint to resume from."""
 
 
 class TrainingCheckpoints:
@@ -89,17 +95,40 @@ def batches_trained(optimizer):
 
 
 class CheckpointCallback(keras.callbacks.Callback):
-    """Saves `TrainingCheckpoints` every `every_steps` steps and at epoch ends.
+    """Saves `TrainingCheckpoints` every `every_steps` steps, at epoch ends,
+    and when the process is asked to stop.
 
     Once a batch reports a loss that is not finite, nothing more is saved,
-    so the newest checkpoint is always a good one to resume from.
+    so the newest checkpoint is always a good one to resume from. While
+    `fit` runs (in the main thread), SIGINT (Ctrl-C) and SIGTERM stop
+    training at the end of the current batch, after a checkpoint of that
+    step; `interrupted_by` then names the signal. A second signal stops at
+    once, as it would without this callback.
     """
+
+    STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, checkpoints, every_steps=None):
         super().__init__()
         self.checkpoints = checkpoints
         self.every_steps = every_steps
         self.loss_not_finite = False
+        self.interrupted_by = None
+        self._previous_handlers = {}
+
+    def on_train_begin(self, logs=None):
+        if threading.current_thread() is threading.main_thread():
+            for number in self.STOP_SIGNALS:
+                self._previous_handlers[number] = signal.signal(number, self._stop)
+
+    def _stop(self, number, frame):
+        if self.interrupted_by is not None:  # asked twice: stop now
+            self._restore_handlers()
+            signal.raise_signal(number)
+            return
+        self.interrupted_by = signal.Signals(number).name
+        if self.model is not None:
+            self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
@@ -107,15 +136,25 @@ class CheckpointCallback(keras.callbacks.Callback):
             self.loss_not_finite = True
         if self.loss_not_finite:
             return
-        if self.every_steps and self.checkpoints.step % self.every_steps == 0:
-            self.checkpoints.save()
+        due = self.every_steps and self.checkpoints.step % self.every_steps == 0
+        if due or self.interrupted_by is not None:
+            self._save_once()
 
     def on_epoch_end(self, epoch, logs=None):
-        if (
-            not self.loss_not_finite
-            and self.checkpoints.saved_step != self.checkpoints.step
-        ):
+        if not self.loss_not_finite:
+            self._save_once()
+
+    def on_train_end(self, logs=None):
+        self._restore_handlers()
+
+    def _save_once(self):
+        if self.checkpoints.saved_step != self.checkpoints.step:
             self.checkpoints.save()
+
+    def _restore_handlers(self):
+        for number, handler in self._previous_handlers.items():
+            signal.signal(number, handler)
+        self._previous_handlers = {}
 
 
 def average_checkpoints(model, checkpoint_paths):
