@@ -109,29 +109,25 @@ def _translate(args):
 
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}.")
-    is_file = len(args.inputs) == 1 and (
-        args.inputs[0] == "-" or os.path.isfile(args.inputs[0])
-    )
-    if args.inputs and not is_file:
-        lines = [text.encode("utf-8") for text in args.inputs]
-        total, batch_size = len(lines), args.batch_size
-    elif not args.inputs or args.inputs[0] == "-":
-        lines, total = sys.stdin.buffer, None
-        batch_size = 1 if sys.stdin.isatty() else args.batch_size  # interactive
-    else:
-        with open(args.inputs[0], "rb") as file:
-            total = sum(1 for _ in file)
-        lines, batch_size = open(args.inputs[0], "rb"), args.batch_size
-    translate_lines(
-        args.saved_model,
-        lines,
-        sys.stdout,
-        batch_size=batch_size,
+    options = dict(
+        batch_size=args.batch_size,
         beam_size=args.beam_size,
         alpha=args.alpha,
         signature=args.signature,
-        total=total,
     )
+    source = args.inputs[0] if len(args.inputs) == 1 else None
+    if not args.inputs or source == "-":
+        if sys.stdin.isatty():  # interactive: a line in, its translation out
+            options["batch_size"] = 1
+        translate_lines(args.saved_model, sys.stdin.buffer, sys.stdout, **options)
+    elif source is not None and os.path.isfile(source):
+        with open(source, "rb") as file:
+            total = sum(1 for _ in file)
+            file.seek(0)
+            translate_lines(args.saved_model, file, sys.stdout, total=total, **options)
+    else:
+        texts = [text.encode("utf-8") for text in args.inputs]
+        translate_lines(args.saved_model, texts, sys.stdout, **options)
 
 
 def _average_parser(commands):

@@ -162,7 +162,10 @@ class TranslationJob:
         bleu_sample: validation sentences scored (greedy) after each epoch.
         test_sample: score only the first N test sentences (all when None).
         samples: test translations printed at the end.
-        output_dir: where the run's files go.
+        output_dir: where the run's files go. A run there resumes if its
+            data and vocabulary settings are the same (else a ValueError);
+            a finished one returns its saved results.
+        overwrite: delete a run in `output_dir` and start over.
         export_dir, export_name: the SavedModel goes to
             `export_dir/export_name/<version>/`; no export when empty.
         export_precision: what the exported model computes in, a

@@ -59,22 +59,49 @@ def completed_checkpoints(directory):
     return [int(path.rsplit("-", 1)[1]) for path in paths]
 
 
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def start_and_wait_for_a_checkpoint(tmp_path, stderr=subprocess.DEVNULL):
+    """Starts training; returns the process once `fit` has saved a checkpoint.
+
+    The process is killed if it fails to get there.
+    """
+    process = subprocess.Popen(
+        train_command(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+        env=ENV,
+    )
+    checkpoints = tmp_path / "run" / "checkpoints"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    try:
+        while not completed_checkpoints(checkpoints):
+            assert process.poll() is None, "training ended before its first checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint in time"
+            time.sleep(0.05)
+    except AssertionError:
+        process.kill()
+        raise
+    return process
+
+
+def rerun(tmp_path):
+    return subprocess.run(
+        train_command(tmp_path),
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=RUN_TIMEOUT_S,
+    )
+
+
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path):
     checkpoints = tmp_path / "run" / "checkpoints"
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    first = subprocess.Popen(
-        train_command(tmp_path),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
+    first = start_and_wait_for_a_checkpoint(tmp_path)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not completed_checkpoints(checkpoints):
-            assert first.poll() is None, "training ended before its first checkpoint"
-            assert time.monotonic() < deadline, "no checkpoint in time"
-            time.sleep(0.05)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
     finally:
@@ -84,13 +111,7 @@ def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path)
     assert saved and max(saved) < STEPS, f"not killed mid-epoch: {saved}"
     assert all(step % CHECKPOINT_EVERY == 0 for step in saved)
 
-    second = subprocess.run(
-        train_command(tmp_path),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RUN_TIMEOUT_S,
-    )
+    second = rerun(tmp_path)
     assert second.returncode == 0, second.stderr[-5000:]
     resumed = re.search(r"resuming at step (\d+)", second.stdout)
     assert resumed, second.stdout[-3000:]
@@ -107,21 +128,8 @@ def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path)
 
 @pytest.mark.slow
 def test_sigint_saves_the_current_step_and_says_how_to_resume(tmp_path):
-    checkpoints = tmp_path / "run" / "checkpoints"
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    first = subprocess.Popen(
-        train_command(tmp_path),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    first = start_and_wait_for_a_checkpoint(tmp_path, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not completed_checkpoints(checkpoints):  # `fit` is running
-            assert first.poll() is None, "training ended before its first checkpoint"
-            assert time.monotonic() < deadline, "no checkpoint in time"
-            time.sleep(0.05)
         first.send_signal(signal.SIGINT)
         _, errors = first.communicate(timeout=120)
     finally:
@@ -130,15 +138,10 @@ def test_sigint_saves_the_current_step_and_says_how_to_resume(tmp_path):
     stopped = re.search(r"Stopped by SIGINT at step (\d+)", errors)
     assert stopped and "Rerun the same command to resume" in errors, errors[-3000:]
     step = int(stopped.group(1))
+    checkpoints = tmp_path / "run" / "checkpoints"
     assert completed_checkpoints(checkpoints)[-1] == step < STEPS
     assert "Traceback" not in errors
 
-    second = subprocess.run(
-        train_command(tmp_path),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RUN_TIMEOUT_S,
-    )
+    second = rerun(tmp_path)
     assert second.returncode == 0, second.stderr[-5000:]
     assert f"resuming at step {step}" in second.stdout
