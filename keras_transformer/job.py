@@ -23,6 +23,7 @@ import time
 
 import keras
 import tensorflow as tf
+import tqdm
 
 from keras_transformer.data import (
     SubwordTokenizer,
@@ -412,14 +413,25 @@ def both_directions(source, target):
     )
 
 
-def translate_texts(function, texts, batch_size=64):
-    """Runs a `Translator` signature over `texts` in batches; returns `str`s."""
+def translate_texts(function, texts, batch_size=64, progress=None):
+    """Runs a `Translator` signature over `texts` in batches; returns `str`s.
+
+    With a `progress` description and stderr a terminal, a progress bar
+    counts the sentences there.
+    """
     translations = []
-    for start in range(0, len(texts), batch_size):
-        batch = tf.constant(texts[start : start + batch_size])
-        translations += [
-            t.decode("utf-8") for t in function(batch)["translation"].numpy()
-        ]
+    with tqdm.tqdm(
+        total=len(texts),
+        desc=progress,
+        unit="sentence",
+        disable=progress is None or not sys.stderr.isatty(),
+    ) as bar:
+        for start in range(0, len(texts), batch_size):
+            batch = tf.constant(texts[start : start + batch_size])
+            translations += [
+                t.decode("utf-8") for t in function(batch)["translation"].numpy()
+            ]
+            bar.update(len(batch))
     return translations
 
 
@@ -564,7 +576,9 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
         log(f"Averaged the last {len(averaged)} checkpoints.")
     model.save(os.path.join(job.output_dir, "model.keras"))
 
-    translations = translate_texts(translator.translate, test_sources)
+    translations = translate_texts(
+        translator.translate, test_sources, progress="Test decoding"
+    )
     scores = corpus_scores(translations, test_targets)
     log(
         f"Test BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f} "
@@ -780,7 +794,8 @@ def evaluate_run(
     tokenizer = SubwordTokenizer.load(tokenizer_path(output_dir))
     translator = Translator(model, tokenizer, beam_size, alpha)
     function = translator.greedy if beam_size == 1 else translator.translate
-    scores = corpus_scores(translate_texts(function, sources), targets)
+    translations = translate_texts(function, sources, progress=f"Decoding {split}")
+    scores = corpus_scores(translations, targets)
     return {**scores, "sentences": len(sources), "checkpoints": paths}
 
 

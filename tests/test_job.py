@@ -19,6 +19,7 @@ from keras_transformer.job import (
     evaluate_run,
     load_splits,
     run_translation_job,
+    translate_texts,
 )
 from keras_transformer.training import PRECISIONS, resolve_precision
 
@@ -265,3 +266,20 @@ def test_an_unwritable_export_folder_fails_before_training(tmp_path):
     with pytest.raises(OSError, match="Cannot write to"):
         run_translation_job(tiny_job(tmp_path, export_dir=str(tmp_path / "a_file")))
     assert not (tmp_path / "run" / "job.json").exists()
+
+
+def test_translate_texts_shows_progress_on_a_terminal(monkeypatch, capsys):
+    def shout(texts):
+        return {"translation": tf.strings.upper(texts)}
+
+    texts = ["a", "b", "c"]
+    assert translate_texts(shout, texts, batch_size=2, progress="Decoding") == [
+        "A",
+        "B",
+        "C",
+    ]
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    translate_texts(shout, texts, batch_size=2, progress="Decoding")
+    shown = capsys.readouterr().err
+    assert "Decoding" in shown and "3/3" in shown
