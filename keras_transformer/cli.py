@@ -107,8 +107,6 @@ def _translate_parser(commands):
 def _translate(args):
     from keras_transformer.export.streaming import translate_lines
 
-    if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}.")
     options = dict(
         batch_size=args.batch_size,
         beam_size=args.beam_size,

@@ -96,6 +96,8 @@ def translate_lines(
     """
     import tqdm
 
+    if batch_size < 1:  # a batch of 0 lines would end the stream at once
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     translate = translation_function(load_export(path), signature, beam_size, alpha)
     lines = iter(lines)
     progress = tqdm.tqdm(

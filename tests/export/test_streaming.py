@@ -95,3 +95,8 @@ def test_a_wrong_export_path_is_one_line_and_exit_status_1(
     assert error.count("\n") == 1  # one line, no traceback
     with pytest.raises(ValueError if where == "model_folder" else FileNotFoundError):
         main(["--debug", "translate", path, "Hallo"])
+
+
+def test_a_batch_size_below_1_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        translate_lines(str(tmp_path), [b"Hallo"], io.StringIO(), batch_size=0)
