@@ -20,7 +20,6 @@ from keras_transformer.training.checkpoints import TrainingInterrupted
 
 
 def _train_parser(commands):
-    defaults = TranslationJob()
     parser = commands.add_parser(
         "train",
         help="train, evaluate and export a translation model",
@@ -34,7 +33,11 @@ def _train_parser(commands):
         group = option.pop("group")
         if group not in groups:
             groups[group] = parser.add_argument_group(group)
-        default = getattr(defaults, field.name)
+        default = (  # as declared: None stands for a default the job settles
+            field.default_factory()
+            if field.default is dataclasses.MISSING
+            else field.default
+        )
         groups[group].add_argument(
             "--" + field.name.replace("_", "-"),
             default=default,

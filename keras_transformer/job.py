@@ -16,6 +16,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -28,15 +29,20 @@ import tqdm
 from keras_transformer.data import (
     SubwordTokenizer,
     dataset_to_lists,
-    load_text_corpus,
+    load_parallel_files,
     load_translation_corpus,
     make_dataset,
     mix_pairs,
     train_tokenizer,
 )
+from keras_transformer.data.corpora import DING_ALIASES, held_out_fraction
 from keras_transformer.data.pipeline import check_fraction
 from keras_transformer.data.tokenizer import check_sampling_alpha
-from keras_transformer.evaluation import BleuCallback, corpus_scores
+from keras_transformer.evaluation import (
+    BleuCallback,
+    check_bleu_language,
+    corpus_scores,
+)
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.models import TransformerConfig, build_transformer
 from keras_transformer.training import (
@@ -58,11 +64,17 @@ from keras_transformer.training.checkpoints import (
     TrainingInterrupted,
     average_checkpoints,
 )
+from keras_transformer.training.duration import (
+    REFERENCE_BATCHES,
+    REFERENCE_EPOCHS,
+    TimeEstimate,
+    default_epochs,
+    default_warmup_steps,
+)
 
 PRESETS = ("tiny", "small", "base", "big")
 # The recipe, the same in every precision (docs/experiments.md, "One recipe
-# in every precision"): 18 epochs, dropout at least 0.2 unless `model` sets it.
-EPOCHS = 18
+# in every precision"): dropout at least 0.2 unless `model` sets it.
 MIN_DROPOUT = 0.2
 # Settings that only change what happens after training or where files go.
 _NOT_TRAINING_SETTINGS = frozenset(
@@ -76,6 +88,8 @@ _DATA_SETTINGS = (
     "source_language",
     "target_language",
     "train_files",
+    "valid_files",
+    "test_files",
     "extra_train_split",
     "vocab_size",
 )
@@ -101,10 +115,18 @@ class TranslationJob:
 
     Data:
         corpus: "ding" (offline German-English), a TFDS translation dataset
-            such as "wmt14_translate/de-en", or "files" for `train_files`.
-        source_language, target_language: language codes (TFDS corpora).
-        train_files: for corpus "files": (source file, target file) with one
-            sentence per line, or (TSV file,).
+            such as "wmt14_translate/de-en", or "files" for `train_files`;
+            None: "files" when files are given, else "ding".
+        source_language, target_language: language codes: which pair of a
+            TFDS dataset (its own by default; Ding's: "de", "en"), and for
+            your files, optional, the name of `output_dir` and the
+            target's sacreBLEU tokenizer ("zh" for Chinese; 13a otherwise).
+        train_files: your training pairs: (source file, target file) with
+            one sentence per line, or (TSV file,).
+        valid_files, test_files: your validation and test pairs, the same
+            way; a split without files is held out from `train_files`
+            (`held_out_fraction`: 5% of the sources, at most about 2,000
+            pairs, by a hash of the source sentence).
         extra_train_split: a TFDS split added to the training data only,
             e.g. Ding's "phrases"; "" for none.
         extra_train_fraction: the share of training examples drawn from
@@ -133,17 +155,22 @@ class TranslationJob:
     Model and training:
         preset: "tiny", "small", "base" or "big"; `model` overrides fields.
         model: `TransformerConfig` field overrides, e.g. {"dropout": 0.2}.
-        warmup_steps: warm-up of the learning-rate schedule.
+        warmup_steps: warm-up of the learning-rate schedule; None: 400
+            updates, or a fifth of the run's if fewer
+            (`default_warmup_steps`).
         learning_rate_scale: factor on the warm-up schedule.
         weight_decay: decoupled weight decay of the kernels and embeddings
             (see `transformer_optimizer`); 0 for none.
         cooldown_fraction: the learning rate falls linearly to 0 over this
             share of the run's updates, at its end (see
             `TransformerSchedule`); 0 for the paper's schedule.
-        epochs: training epochs, `EPOCHS` (18) by default, in every
-            precision; the model's dropout is at least `MIN_DROPOUT` (0.2)
-            unless `model` sets it (see `model_config`).
-        steps_per_epoch: steps per epoch; one pass over the data when None.
+        epochs: training epochs; None: by the corpus size, 15 passes over
+            Ding's 150 batches and 15 * sqrt(150 / B) over B batches
+            (`default_epochs`). In every precision, the model's dropout is
+            at least `MIN_DROPOUT` (0.2) unless `model` sets it (see
+            `model_config`).
+        steps_per_epoch: steps per epoch; one pass over the data when None
+            (with `epochs` None, the epochs then make the same updates).
         checkpoint_every: steps between checkpoints (also at epoch ends).
         average_last: average the last N checkpoints at the end; 1 keeps
             the final weights (after the cool-down to a learning rate of 0,
@@ -163,7 +190,8 @@ class TranslationJob:
         bleu_sample: validation sentences scored (greedy) after each epoch.
         test_sample: score only the first N test sentences (all when None).
         samples: test translations printed at the end.
-        output_dir: where the run's files go. A run there resumes if its
+        output_dir: where the run's files go; None: "runs/" and the name
+            of the data (`default_output_dir`). A run there resumes if its
             data and vocabulary settings are the same (else a ValueError);
             a finished one returns its saved results.
         overwrite: delete a run in `output_dir` and start over.
@@ -174,19 +202,36 @@ class TranslationJob:
             the run trained in.
     """
 
-    corpus: str = _option(
+    corpus: str | None = _option(
         _DATA,
-        "ding",
-        help='"ding" (offline de-en), a TFDS dataset such as '
-        '"wmt14_translate/de-en", or "files" with --train-files',
+        None,
+        help='"ding" (offline de-en, the default without files), a TFDS dataset '
+        'such as "wmt14_translate/de-en", or "files" (implied by --train-files)',
     )
-    source_language: str | None = _option(_DATA, "de")
-    target_language: str | None = _option(_DATA, "en")
+    source_language: str | None = _option(
+        _DATA, None, help="Ding: de; a TFDS dataset: its own; files: for names only"
+    )
+    target_language: str | None = _option(
+        _DATA, None, help="Ding: en; files: optional (zh picks sacreBLEU's tok:zh)"
+    )
     train_files: tuple = _option(
         _DATA,
         (),
         metavar="FILE",
-        help="SOURCE TARGET (a sentence per line) or one TSV file",
+        help="your training pairs: SOURCE TARGET (a sentence per line) or one TSV",
+    )
+    valid_files: tuple = _option(
+        _DATA,
+        (),
+        metavar="FILE",
+        help="validation pairs, the same way (default: 5%% of the training "
+        "sources held out by a hash, at most about 2,000 pairs)",
+    )
+    test_files: tuple = _option(
+        _DATA,
+        (),
+        metavar="FILE",
+        help="test pairs, the same way (default: held out as for validation)",
     )
     extra_train_split: str = _option(
         _DATA, "", help='TFDS split added to training only ("" for none)'
@@ -224,7 +269,9 @@ class TranslationJob:
             "help": "TransformerConfig overrides, e.g. '{\"dropout\": 0.2}'",
         },
     )
-    warmup_steps: int = _option(_TRAINING, 400)
+    warmup_steps: int | None = _option(
+        _TRAINING, None, help="default: 400, or a fifth of the updates if fewer"
+    )
     learning_rate_scale: float = _option(_TRAINING, 1.0)
     weight_decay: float = _option(
         _TRAINING,
@@ -238,13 +285,15 @@ class TranslationJob:
         help="the learning rate falls linearly to 0 over the last share F of the "
         "updates (0: the paper's schedule)",
     )
-    epochs: int = _option(
+    epochs: int | None = _option(
         _TRAINING,
-        EPOCHS,
-        help="with the preset's dropout raised to at least 0.2 unless --model sets it",
+        None,
+        help="default: by corpus size, 15 passes over 150 batches (Ding) and "
+        "15 x sqrt(150 / B) over B batches; dropout is at least 0.2 unless "
+        "--model sets it",
     )
     steps_per_epoch: int | None = _option(
-        _TRAINING, 125, help="steps per epoch (0: one pass over the data)"
+        _TRAINING, None, help="default: one pass over the training data"
     )
     checkpoint_every: int = _option(_TRAINING, 125, metavar="STEPS")
     average_last: int = _option(
@@ -281,7 +330,9 @@ class TranslationJob:
         _OUTPUT, None, metavar="N", help="score only the first N test sentences"
     )
     samples: int = _option(_OUTPUT, 5)
-    output_dir: str = _option(_OUTPUT, "runs/ding-de-en")
+    output_dir: str | None = _option(
+        _OUTPUT, None, help="default: runs/ and the data's name, e.g. runs/ding-de-en"
+    )
     export_dir: str = _option(_OUTPUT, "saved_models")
     export_name: str = _option(_OUTPUT, "translator")
     overwrite: bool = _option(
@@ -299,25 +350,27 @@ class TranslationJob:
     )
 
     def __post_init__(self):
-        self.train_files = tuple(self.train_files)  # a list from JSON or argparse
+        # lists from JSON or argparse
+        self.train_files = tuple(self.train_files)
+        self.valid_files = tuple(self.valid_files)
+        self.test_files = tuple(self.test_files)
+        self._resolve_data()
+        if self.output_dir is None:
+            self.output_dir = default_output_dir(self)
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
         check_strategy(self.strategy, self.logical_cpus)
         check_precision(self.precision)
         check_precision(self.export_precision)
-        if self.corpus == "files" and len(self.train_files) not in (1, 2):
-            raise ValueError(
-                "corpus 'files' needs train_files: (source, target) or (tsv,), "
-                f"got {self.train_files!r}."
-            )
         for name in (
             "epochs",
+            "warmup_steps",
             "checkpoint_every",
             "average_last",
             "beam_size",
             "gradient_accumulation",
         ):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.gradient_accumulation > 1 and self.strategy != "default":
             raise ValueError(
@@ -337,23 +390,94 @@ class TranslationJob:
             raise ValueError(
                 f"cooldown_fraction must be in [0, 1], got {self.cooldown_fraction}."
             )
-        self.model_config(self.vocab_size)  # `model`'s overrides checked now
+        check_bleu_language(self.target_language)
+        self.model_config(self.vocab_size, 1)  # `model`'s overrides checked now
 
-    def model_config(self, vocab_size):
+    def _resolve_data(self):
+        """Settles `corpus` and Ding's languages; checks the files options."""
+        files = {
+            "train_files": self.train_files,
+            "valid_files": self.valid_files,
+            "test_files": self.test_files,
+        }
+        given = [name for name, paths in files.items() if paths]
+        if self.corpus is None:
+            self.corpus = "files" if given else "ding"
+        if self.corpus != "files":
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} read your own files, but corpus is "
+                    f"{self.corpus!r}: leave corpus out (--corpus) or pass 'files'."
+                )
+        else:
+            if not self.train_files:
+                raise ValueError(
+                    "corpus 'files' needs train_files (--train-files SOURCE TARGET,"
+                    " or one TSV file)."
+                )
+            for name, paths in files.items():
+                if len(paths) > 2:
+                    raise ValueError(
+                        f"{name} takes SOURCE TARGET or one TSV file, got "
+                        f"{len(paths)} files: {' '.join(paths)}."
+                    )
+            if self.extra_train_split:
+                raise ValueError(
+                    "extra_train_split is a split of a TFDS corpus; with your "
+                    "files, add its pairs to the training files instead."
+                )
+        if self.corpus.lower() in DING_ALIASES:  # German-English by default
+            other = {"de": "en", "en": "de"}
+            if self.source_language is None:
+                self.source_language = other.get(self.target_language, "de")
+            if self.target_language is None:
+                self.target_language = other.get(self.source_language, "en")
+
+    def training_length(self, batches_per_pass):
+        """`(epochs, steps_per_epoch)` on a corpus of `batches_per_pass` batches.
+
+        Each is the job's own, or by default one pass over the data, and as
+        many epochs as make `default_epochs` passes.
+
+        Example:
+
+        >>> TranslationJob().training_length(150)
+        (15, 150)
+        >>> TranslationJob(steps_per_epoch=125).training_length(150)
+        (18, 125)
+        >>> TranslationJob(epochs=2).training_length(600)
+        (2, 600)
+        """
+        steps_per_epoch = self.steps_per_epoch or batches_per_pass
+        passes = default_epochs(batches_per_pass)
+        epochs = self.epochs or max(
+            1, round(passes * batches_per_pass / steps_per_epoch)
+        )
+        return epochs, steps_per_epoch
+
+    def model_config(self, vocab_size, warmup_steps):
         """The job's `TransformerConfig`: its preset with dropout at least
         `MIN_DROPOUT`, then the `model` overrides.
 
         Example:
 
-        >>> TranslationJob().model_config(100).dropout
+        Args:
+            vocab_size: the tokenizer's.
+            warmup_steps: the run's, when the job's `warmup_steps` is None.
+
+        Example:
+
+        >>> TranslationJob().model_config(100, 400).dropout
         0.2
-        >>> TranslationJob(preset="big").model_config(100).dropout
+        >>> TranslationJob(preset="big").model_config(100, 400).dropout
         0.3
-        >>> TranslationJob(model={"dropout": 0.1}).model_config(100).dropout
+        >>> TranslationJob(model={"dropout": 0.1}).model_config(100, 400).dropout
         0.1
         """
         preset = getattr(TransformerConfig, self.preset)(
-            vocab_size, max_length=self.max_length, warmup_steps=self.warmup_steps
+            vocab_size,
+            max_length=self.max_length,
+            warmup_steps=self.warmup_steps or warmup_steps,
         )
         return preset.replace(
             **{"dropout": max(preset.dropout, MIN_DROPOUT), **self.model}
@@ -370,17 +494,60 @@ class TranslationJob:
         return resolve_precision(self.precision)
 
 
-def load_splits(job):
-    """The job's corpus as {"train", "validation", "test"} datasets of pairs."""
+def load_splits(job, log=None):
+    """The job's corpus as {"train", "validation", "test"} datasets of pairs.
+
+    With `log`, says which splits of your files were held out, and how.
+    """
     if job.corpus == "files":
-        splits = load_text_corpus(
-            *job.train_files, validation_fraction=0.05, test_fraction=0.05
+        splits, held_out = load_parallel_files(
+            job.train_files, job.valid_files, job.test_files
         )
+        if held_out and log:
+            pairs = sum(
+                int(splits[name].cardinality()) for name in ["train"] + held_out
+            )
+            log(
+                f"Held out {' and '.join(held_out)} from {' '.join(job.train_files)}:"
+                f" {held_out_fraction(pairs):.1%} of the sources each, by a hash of"
+                " the source sentence (give --valid-files / --test-files for your own)."
+            )
     else:
         splits = _load_named_corpus(job)
     if job.bidirectional:
         splits["train"] = splits["train"].flat_map(both_directions)
     return splits
+
+
+def default_output_dir(job):
+    """runs/ and the name of the job's data, e.g. "runs/ding-de-en".
+
+    The name is the corpus's, or the folder and name of the first training
+    file, followed by the languages when they are known.
+
+    Example:
+
+    >>> default_output_dir(TranslationJob())
+    'runs/ding-de-en'
+    >>> job = TranslationJob(train_files=("data/train.fr", "data/train.en"))
+    >>> default_output_dir(job)
+    'runs/data-train'
+    >>> default_output_dir(TranslationJob(corpus="ted_hrlr_translate/pt_to_en"))
+    'runs/ted_hrlr_translate-pt_to_en'
+    """
+    if job.corpus == "files":
+        path = os.path.abspath(job.train_files[0])
+        folder = os.path.basename(os.path.dirname(path))
+        stem = os.path.splitext(os.path.basename(path))[0]
+        name = f"{folder}-{stem}" if folder else stem
+    else:
+        name = job.corpus.replace("/", "-")
+    languages = "-".join(
+        code for code in (job.source_language, job.target_language) if code
+    )
+    if languages and not name.endswith(languages):
+        name = f"{name}-{languages}"
+    return os.path.join("runs", re.sub(r"[^\w.-]+", "_", name))
 
 
 def _load_named_corpus(job):
@@ -454,6 +621,7 @@ def run_translation_job(job, log=print):
     for folder in (job.output_dir, job.export_dir):
         if folder:
             check_writable(folder)
+    splits = load_splits(job, log)  # bad data fails here, the run folder unused
     previous_results = _previous_run(job, log)
     if previous_results is not None:
         return previous_results
@@ -463,13 +631,14 @@ def run_translation_job(job, log=print):
     keras.utils.set_random_seed(job.seed)
     with global_dtype_policy(job.dtype_policy()):
         return _train_evaluate_export(
-            job, strategy, chief_checkpoints, changed, started, log
+            job, splits, strategy, chief_checkpoints, changed, started, log
         )
 
 
-def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, log):
+def _train_evaluate_export(
+    job, splits, strategy, chief_checkpoints, changed, started, log
+):
     """`run_translation_job` after its set-up, under the run's dtype policy."""
-    splits = load_splits(job)
     validation_sources, validation_targets = dataset_to_lists(splits["validation"])
     test_sources, test_targets = dataset_to_lists(
         splits["test"].take(job.test_sample or -1)
@@ -486,11 +655,11 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
             **kwargs,
         )
 
-    steps_per_epoch = job.steps_per_epoch or _count(
-        batches(splits["train"], shuffle_buffer=0)
-    )
-    updates = job.epochs * steps_per_epoch // job.gradient_accumulation
-    config = job.model_config(tokenizer.vocab_size)
+    batches_per_pass = _count(batches(splits["train"], shuffle_buffer=0))
+    epochs, steps_per_epoch = job.training_length(batches_per_pass)
+    total_steps = epochs * steps_per_epoch
+    updates = total_steps // job.gradient_accumulation
+    config = job.model_config(tokenizer.vocab_size, default_warmup_steps(updates))
     with open(os.path.join(job.output_dir, "model_config.json"), "w") as file:
         json.dump(config.to_dict(), file, indent=2)  # for `keras-transformer average`
     with strategy.scope():  # variables, optimizer slots and metrics mirrored
@@ -517,10 +686,22 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
             step = checkpoints.restore()
         else:  # a worker other than the chief starts where the chief does
             step = TrainingCheckpoints(model, chief_checkpoints).restore()
-    total_steps = job.epochs * steps_per_epoch
     log(
+        f"Data: {_count(splits['train']):,} training pairs"
+        f"{' (both directions)' if job.bidirectional else ''}, "
+        f"{len(validation_sources):,} validation, {len(test_sources):,} test; "
+        f"a {tokenizer.vocab_size:,}-piece vocabulary; {batches_per_pass:,} "
+        f"batches of up to {job.tokens_per_batch:,} tokens a pass\n"
         f"Model: {model.count_params():,} parameters, {config}\n"
-        f"Training: {steps_per_epoch} steps per epoch, {job.epochs} epochs, "
+        f"Training: {epochs} epochs of {steps_per_epoch} steps"
+        + (
+            ""
+            if job.epochs or job.steps_per_epoch
+            else f" ({epochs} passes: {REFERENCE_EPOCHS} x sqrt({REFERENCE_BATCHES}"
+            f" / {batches_per_pass}) rounded)"
+        )
+        + f", {updates:,} updates, warm-up {config.warmup_steps}, cool-down over"
+        f" the last {round(job.cooldown_fraction * updates):,}; "
         f"{strategy.num_replicas_in_sync} replica(s), "
         f"{keras.mixed_precision.global_policy().name}"
         + (f", resuming at step {step}" if step else "")
@@ -540,8 +721,10 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
             lambda texts: translate_texts(translator.greedy, texts),
             validation_sources[: job.bleu_sample],
             validation_targets[: job.bleu_sample],
+            target_language=job.target_language,
         ),
         keras.callbacks.TensorBoard(os.path.join(job.output_dir, "logs")),
+        TimeEstimate(total_steps - step, log),
     ]
     stream = batches(
         splits["train"], repeat=True, seed=job.seed, sampling_alpha=job.sampling_alpha
@@ -579,7 +762,7 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
     translations = translate_texts(
         translator.translate, test_sources, progress="Test decoding"
     )
-    scores = corpus_scores(translations, test_targets)
+    scores = corpus_scores(translations, test_targets, job.target_language)
     log(
         f"Test BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f} "
         f"(beam {job.beam_size}, alpha {job.alpha}, {len(test_sources)} sentences)\n"
@@ -605,6 +788,8 @@ def _train_evaluate_export(job, strategy, chief_checkpoints, changed, started, l
         **scores,
         "test_sentences": len(test_sources),
         "steps": checkpoints.step,
+        "epochs": epochs,
+        "updates": updates,
         "fit_seconds": round(fit_seconds, 1),
         "fit_cpu_seconds": round(fit_cpu_seconds, 1),  # all threads of the process
         "precision": keras.mixed_precision.global_policy().name,
@@ -795,7 +980,7 @@ def evaluate_run(
     translator = Translator(model, tokenizer, beam_size, alpha)
     function = translator.greedy if beam_size == 1 else translator.translate
     translations = translate_texts(function, sources, progress=f"Decoding {split}")
-    scores = corpus_scores(translations, targets)
+    scores = corpus_scores(translations, targets, job.target_language)
     return {**scores, "sentences": len(sources), "checkpoints": paths}
 
 

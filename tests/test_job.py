@@ -8,6 +8,7 @@ import sys
 
 import keras
 import pytest
+import sacrebleu
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
 
@@ -48,7 +49,13 @@ def tiny_job(tmp_path, **overrides):
 
 @pytest.mark.slow
 def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
-    results = run_translation_job(tiny_job(tmp_path), log=lambda *_: None)
+    logged = []
+    results = run_translation_job(tiny_job(tmp_path), log=logged.append)
+    summary = "\n".join(logged)  # before training: data, vocabulary, length
+    assert (
+        "Data: 16,913 training pairs, 937 validation, 16 test; a 500-piece" in summary
+    )
+    assert "Training: 1 epochs of 6 steps, 6 updates, warm-up 1, cool-down" in summary
     assert results["precision"] == resolve_precision("auto")  # the default
     assert keras.mixed_precision.global_policy().name == "float32"  # restored
     assert results["steps"] == 6
@@ -74,7 +81,7 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     assert outputs["translation"].shape == (2,)
     assert outputs["translation"].numpy()[1] == b""
 
-    logged = []
+    logged.clear()
     resumed = run_translation_job(tiny_job(tmp_path, epochs=2), log=logged.append)
     assert resumed["steps"] == 12  # continued from step 6, not from 0
     warnings = [line for line in logged if "settings changed" in line]
@@ -114,11 +121,23 @@ def test_changed_training_settings_ignore_evaluation_and_paths(tmp_path):
 def test_the_recipe_is_the_same_in_every_precision():
     for precision in PRECISIONS:
         job = TranslationJob(precision=precision)
-        assert job.epochs == 18
-        assert job.model_config(100).dropout == 0.2
-    assert TranslationJob(model={"dropout": 0.1}).model_config(100).dropout == 0.1
-    assert TranslationJob(preset="big").model_config(100).dropout == 0.3
-    assert TranslationJob(model={"d_model": 64}).model_config(100).dropout == 0.2
+        assert job.training_length(150) == (15, 150)
+        assert job.model_config(100, 400).dropout == 0.2
+    dropout = TranslationJob(model={"dropout": 0.1}).model_config(100, 400).dropout
+    assert dropout == 0.1
+    assert TranslationJob(preset="big").model_config(100, 400).dropout == 0.3
+    assert TranslationJob(model={"d_model": 64}).model_config(100, 400).dropout == 0.2
+
+
+def test_training_length_follows_the_corpus_size():
+    job = TranslationJob()
+    lengths = [job.training_length(batches) for batches in (38, 150, 600)]
+    assert lengths == [(30, 38), (15, 150), (8, 600)]  # 15 * sqrt(150 / B) passes
+    updates = [epochs * steps for epochs, steps in lengths]
+    assert updates[0] < updates[1] < updates[2]
+    assert TranslationJob(steps_per_epoch=50).training_length(150) == (45, 50)
+    assert job.model_config(100, 228).warmup_steps == 228  # the run's
+    assert TranslationJob(warmup_steps=100).model_config(100, 228).warmup_steps == 100
 
 
 def test_bad_job_settings_are_value_errors(tmp_path):
@@ -149,6 +168,103 @@ def test_bad_job_settings_are_value_errors(tmp_path):
         tiny_job(tmp_path, cooldown_fraction=1.5)
     with pytest.raises(ValueError, match="one device only, not with strategy"):
         tiny_job(tmp_path, gradient_accumulation=2, strategy="mirrored")
+    with pytest.raises(ValueError, match="warmup_steps must be >= 1"):
+        tiny_job(tmp_path, warmup_steps=0)
+
+
+def test_files_settle_the_corpus_and_bad_files_settings_are_value_errors():
+    job = TranslationJob(train_files=("data/train.fr", "data/train.en"))
+    assert job.corpus == "files" and job.output_dir == os.path.join(
+        "runs", "data-train"
+    )
+    assert (job.source_language, job.target_language) == (None, None)
+    named = TranslationJob(train_files=("a.tsv",), source_language="fr")
+    assert named.output_dir == os.path.join(
+        "runs", f"{os.path.basename(os.getcwd())}-a-fr"
+    )
+    ding = TranslationJob(target_language="de")
+    assert (ding.corpus, ding.source_language, ding.output_dir) == (
+        "ding",
+        "en",
+        os.path.join("runs", "ding-en-de"),
+    )
+    with pytest.raises(ValueError, match="train_files read your own files, but corpus"):
+        TranslationJob(corpus="ding", train_files=("a.tsv",))
+    with pytest.raises(ValueError, match="needs train_files"):
+        TranslationJob(valid_files=("valid.tsv",))
+    with pytest.raises(ValueError, match="test_files takes SOURCE TARGET or one TSV"):
+        TranslationJob(train_files=("a.tsv",), test_files=("a", "b", "c"))
+    with pytest.raises(ValueError, match="extra_train_split is a split of a TFDS"):
+        TranslationJob(train_files=("a.tsv",), extra_train_split="phrases")
+
+
+def test_a_target_language_sacrebleu_cannot_score_is_refused_up_front():
+    try:
+        sacrebleu.metrics.BLEU(trg_lang="ja")
+    except RuntimeError:
+        pass
+    else:
+        pytest.skip("sacreBLEU's Japanese tokenizer is installed here")
+    with pytest.raises(ValueError, match=r"cannot score 'ja' here.*sacrebleu\[ja\]"):
+        TranslationJob(train_files=("a.tsv",), target_language="ja")
+
+
+def write_pairs(path, count, start=0):
+    """A TSV file of `count` made-up pairs."""
+    rows = (
+        f"Satz {n} ist hier.\tSentence {n} is here.\n"
+        for n in range(start, start + count)
+    )
+    path.write_text("".join(rows))
+    return str(path)
+
+
+def test_files_give_splits_or_have_them_held_out_and_said(tmp_path):
+    train = write_pairs(tmp_path / "train.tsv", 400)
+    valid = write_pairs(tmp_path / "valid.tsv", 7, start=1000)
+    logged = []
+    job = TranslationJob(train_files=(train,), valid_files=(valid,))
+    splits = load_splits(job, logged.append)
+    sizes = {name: int(split.cardinality()) for name, split in splits.items()}
+    assert sizes["validation"] == 7 and sizes["train"] + sizes["test"] == 400
+    assert 0 < sizes["test"] < 40  # 5% expected
+    assert logged == [
+        f"Held out test from {train}: 5.0% of the sources each, by a hash of the "
+        "source sentence (give --valid-files / --test-files for your own)."
+    ]
+    logged.clear()
+    given = dataclasses.replace(job, test_files=(valid,))
+    assert int(load_splits(given, logged.append)["train"].cardinality()) == 400
+    assert logged == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--train-files", "missing.tsv"], "The TSV file 'missing.tsv' does not exist"),
+        (["--train-files", "a.de", "a.en", "a.fr"], "train_files takes SOURCE TARGET"),
+        (["--corpus", "ding", "--train-files", "a.tsv"], "but corpus is 'ding'"),
+        (["--valid-files", "v.tsv"], "corpus 'files' needs train_files"),
+        (
+            ["--train-files", "short.tsv"],
+            "split held out from 3 training pairs is empty",
+        ),
+        (["--train-files", "uneven.de", "uneven.en"], "has 2 lines but"),
+    ],
+)
+def test_bad_data_is_one_line_before_the_run_folder_is_used(
+    tmp_path, monkeypatch, capsys, argv, message
+):
+    monkeypatch.chdir(tmp_path)
+    write_pairs(tmp_path / "short.tsv", 3)
+    (tmp_path / "uneven.de").write_text("eins\nzwei\n")
+    (tmp_path / "uneven.en").write_text("one\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *argv, "--output-dir", "run", "--export-dir="])
+    assert exit_info.value.code == 1
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not (tmp_path / "run" / "job.json").exists()
 
 
 def test_cli_help_lists_the_commands(capsys):
@@ -185,13 +301,15 @@ def test_cli_train_defaults_are_the_jobs(monkeypatch):
 def test_cli_train_reads_every_kind_of_field(monkeypatch):
     job = parsed_job(
         monkeypatch,
-        *("--corpus", "files", "--train-files", "a.de", "a.en", "--bidirectional"),
+        *("--train-files", "a.de", "a.en", "--valid-files", "v.tsv"),
+        "--bidirectional",
         *("--model", '{"dropout": 0.3}', "--epochs", "3", "--test-sample", "7"),
         *("--sampling-alpha", "0.1", "--precision", "float32", "--export-dir="),
     )
     assert job == TranslationJob(
         corpus="files",
         train_files=("a.de", "a.en"),
+        valid_files=("v.tsv",),
         bidirectional=True,
         model={"dropout": 0.3},
         epochs=3,
@@ -222,7 +340,8 @@ def test_cli_trains_on_two_logical_cpus_with_mirrored_strategy(tmp_path):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-5000:]
-    assert "2 steps per epoch, 1 epochs, 2 replica(s)" in result.stdout
+    assert "Training: 1 epochs of 2 steps, 2 updates" in result.stdout
+    assert "2 replica(s)" in result.stdout
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["steps"] == 2
     assert results["job"]["strategy"] == "mirrored"

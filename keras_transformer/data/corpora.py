@@ -29,6 +29,10 @@ _PAIR_IN_NAME = re.compile(r"^([a-z]{2,3})(?:-|_to_)?([a-z]{2,3})$")
 
 
 SPLIT_SALT = "split_pairs:"
+# What each held-out split of your own files gets: 5% of the sources, at most
+# about 2,000 pairs' worth.
+HELD_OUT_FRACTION = 0.05
+HELD_OUT_MAX = 2000
 
 
 class CorpusNotFoundError(FileNotFoundError):
@@ -401,6 +405,23 @@ def read_tsv(path, columns=(0, 1)):
     return pairs
 
 
+def read_pairs(path, target_path=None, columns=(0, 1)):
+    """The sentence pairs of two aligned files, or of one TSV file.
+
+    Args:
+        path: the source file (one sentence per line), or the TSV file.
+        target_path: the target file; None reads `path` as TSV.
+        columns: for a TSV file, the source and target columns.
+
+    Returns:
+        A list of `(source, target)` strings: see `read_parallel_files` and
+        `read_tsv`.
+    """
+    if target_path is None:
+        return read_tsv(path, columns)
+    return read_parallel_files(path, target_path)
+
+
 def split_pairs(pairs, validation_fraction=0.0, test_fraction=0.0):
     """Split pairs deterministically by a stable hash of their source.
 
@@ -477,9 +498,57 @@ def load_text_corpus(
     >>> int(corpus["train"].cardinality())
     2
     """
-    if target_path is None:
-        pairs = read_tsv(path, columns)
-    else:
-        pairs = read_parallel_files(path, target_path)
+    pairs = read_pairs(path, target_path, columns=columns)
     splits = split_pairs(pairs, validation_fraction, test_fraction)
     return {name: pairs_to_dataset(part) for name, part in splits.items()}
+
+
+def held_out_fraction(pairs):
+    """The share of sources a held-out split of `pairs` pairs gets.
+
+    5%, or about 2,000 pairs' worth for a corpus of over 40,000 pairs.
+
+    Example:
+
+    >>> held_out_fraction(16_913), held_out_fraction(100_000)
+    (0.05, 0.02)
+    """
+    return min(HELD_OUT_FRACTION, HELD_OUT_MAX / max(pairs, 1))
+
+
+def load_parallel_files(train_files, validation_files=(), test_files=()):
+    """Train, validation and test datasets of pairs from your files.
+
+    Each argument is `(source file, target file)` or `(TSV file,)` (see
+    `read_pairs`). A split given no files is held out from the training
+    pairs: `held_out_fraction` of the sources, by `split_pairs`.
+
+    Returns:
+        `(splits, held_out)`: a dict from `"train"`, `"validation"` and
+        `"test"` to datasets of `(source, target)` strings, and the names
+        of the splits held out from the training files.
+
+    Raises:
+        FileNotFoundError, ValueError: see `read_pairs`; a ValueError also
+            for a split without pairs.
+    """
+    pairs = read_pairs(*train_files)
+    fraction = held_out_fraction(len(pairs))
+    given = {"validation": tuple(validation_files), "test": tuple(test_files)}
+    splits = split_pairs(
+        pairs, *(0.0 if given[name] else fraction for name in ("validation", "test"))
+    )
+    held_out = [name for name, files in given.items() if not files]
+    for name, files in given.items():
+        if files:
+            splits[name] = read_pairs(*files)
+    for name, part in splits.items():
+        if part:
+            continue
+        if name in held_out:
+            raise ValueError(
+                f"The {name} split held out from {len(pairs)} training pairs is "
+                f"empty: give {name} files, or more pairs."
+            )
+        raise ValueError(f"The {name} files hold no sentence pairs.")
+    return {name: pairs_to_dataset(part) for name, part in splits.items()}, held_out

@@ -5,16 +5,34 @@ import sacrebleu
 import tensorflow as tf
 
 
-def corpus_scores(hypotheses, references):
+def check_bleu_language(target_language):
+    """Checks that sacreBLEU can score text in `target_language`.
+
+    Raises:
+        ValueError: its tokenizer for the language needs a package that is
+            missing (Japanese and Korean), saying which.
+    """
+    try:
+        sacrebleu.metrics.BLEU(trg_lang=target_language or "")
+    except RuntimeError as error:  # sacreBLEU's missing-dependency error
+        raise ValueError(
+            f"sacreBLEU cannot score {target_language!r} here: "
+            + " ".join(str(error).split())
+        ) from error
+
+
+def corpus_scores(hypotheses, references, target_language=None):
     """sacreBLEU corpus BLEU and chrF of detokenized text against raw references.
 
-    BLEU uses sacreBLEU's defaults (13a tokenization, mixed case), so the
-    numbers are comparable with published sacreBLEU scores; the signatures
-    say exactly how they were computed.
+    BLEU uses sacreBLEU's defaults (13a tokenization, mixed case; for a
+    `target_language` of "zh", "ja" or "ko", sacreBLEU's tokenizer for
+    it), so the numbers are comparable with published sacreBLEU scores;
+    the signatures say exactly how they were computed.
 
     Args:
         hypotheses: list of `str`, the system's translations.
         references: list of `str`, one reference per hypothesis.
+        target_language: the language code of the text, if known.
 
     Returns:
         A dict with `bleu`, `chrf` (floats, 0-100) and their sacreBLEU
@@ -31,7 +49,8 @@ def corpus_scores(hypotheses, references):
         raise ValueError(
             f"Got {len(hypotheses)} hypotheses but {len(references)} references."
         )
-    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    bleu = sacrebleu.metrics.BLEU(trg_lang=target_language or "")
+    chrf = sacrebleu.metrics.CHRF()
     return {
         "bleu": bleu.corpus_score(hypotheses, [references]).score,
         "chrf": chrf.corpus_score(hypotheses, [references]).score,
@@ -55,9 +74,19 @@ class BleuCallback(keras.callbacks.Callback):
         references: their reference translations.
         every: score every `every` epochs.
         log_dir: optional TensorBoard folder for the scalars.
+        target_language: the language code of the references, if known
+            (see `corpus_scores`).
     """
 
-    def __init__(self, translate, sources, references, every=1, log_dir=None):
+    def __init__(
+        self,
+        translate,
+        sources,
+        references,
+        every=1,
+        log_dir=None,
+        target_language=None,
+    ):
         super().__init__()
         if len(sources) != len(references):
             raise ValueError(
@@ -67,12 +96,15 @@ class BleuCallback(keras.callbacks.Callback):
         self.sources = list(sources)
         self.references = list(references)
         self.every = every
+        self.target_language = target_language
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
 
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every or self.model.stop_training:  # or stopping
             return
-        scores = corpus_scores(self.translate(self.sources), self.references)
+        scores = corpus_scores(
+            self.translate(self.sources), self.references, self.target_language
+        )
         if logs is not None:
             logs["val_bleu"] = scores["bleu"]
             logs["val_chrf"] = scores["chrf"]
