@@ -65,8 +65,6 @@ from keras_transformer.training.checkpoints import (
     average_checkpoints,
 )
 from keras_transformer.training.duration import (
-    REFERENCE_BATCHES,
-    REFERENCE_EPOCHS,
     TimeEstimate,
     default_epochs,
     default_warmup_steps,
@@ -164,9 +162,11 @@ class TranslationJob:
         cooldown_fraction: the learning rate falls linearly to 0 over this
             share of the run's updates, at its end (see
             `TransformerSchedule`); 0 for the paper's schedule.
-        epochs: training epochs; None: by the corpus size, 15 passes over
-            Ding's 150 batches and 15 * sqrt(150 / B) over B batches
-            (`default_epochs`). In every precision, the model's dropout is
+        epochs: training epochs; None: passes over the data, as many as
+            the corpus size calls for (`default_epochs`: 15 over Ding's 150
+            batches, 2,250 updates; more passes over a smaller corpus, to
+            the same updates; 15 * sqrt(150 / B) over B > 150 batches). In
+            every precision, the model's dropout is
             at least `MIN_DROPOUT` (0.2) unless `model` sets it (see
             `model_config`).
         steps_per_epoch: steps per epoch; one pass over the data when None
@@ -288,9 +288,9 @@ class TranslationJob:
     epochs: int | None = _option(
         _TRAINING,
         None,
-        help="default: by corpus size, 15 passes over 150 batches (Ding) and "
-        "15 x sqrt(150 / B) over B batches; dropout is at least 0.2 unless "
-        "--model sets it",
+        help="default: passes over the data by corpus size: 2,250 updates up to "
+        "Ding's 150 batches (15 passes), 15 x sqrt(150 / B) passes over B > 150;"
+        " dropout is at least 0.2 unless --model sets it",
     )
     steps_per_epoch: int | None = _option(
         _TRAINING, None, help="default: one pass over the training data"
@@ -697,8 +697,7 @@ def _train_evaluate_export(
         + (
             ""
             if job.epochs or job.steps_per_epoch
-            else f" ({epochs} passes: {REFERENCE_EPOCHS} x sqrt({REFERENCE_BATCHES}"
-            f" / {batches_per_pass}) rounded)"
+            else f" (passes over the data, the default for {batches_per_pass} batches)"
         )
         + f", {updates:,} updates, warm-up {config.warmup_steps}, cool-down over"
         f" the last {round(job.cooldown_fraction * updates):,}; "

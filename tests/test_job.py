@@ -131,11 +131,12 @@ def test_the_recipe_is_the_same_in_every_precision():
 
 def test_training_length_follows_the_corpus_size():
     job = TranslationJob()
-    lengths = [job.training_length(batches) for batches in (38, 150, 600)]
-    assert lengths == [(30, 38), (15, 150), (8, 600)]  # 15 * sqrt(150 / B) passes
+    lengths = [job.training_length(batches) for batches in (39, 75, 150, 600)]
+    assert lengths == [(58, 39), (30, 75), (15, 150), (8, 600)]
     updates = [epochs * steps for epochs, steps in lengths]
-    assert updates[0] < updates[1] < updates[2]
-    assert TranslationJob(steps_per_epoch=50).training_length(150) == (45, 50)
+    assert abs(updates[0] - 2250) < 39 / 2  # the passes that come closest
+    assert updates[1] == updates[2] == 2250 < updates[3]
+    assert TranslationJob(steps_per_epoch=50).training_length(600) == (96, 50)
     assert job.model_config(100, 228).warmup_steps == 228  # the run's
     assert TranslationJob(warmup_steps=100).model_config(100, 228).warmup_steps == 100
 
@@ -368,6 +369,11 @@ def test_a_used_folder_keeps_its_run(tmp_path):
     assert os.listdir(tmp_path / "saved_models" / "translator") == ["1"]
     with pytest.raises(ValueError, match=r"other data.*vocab_size: 500 there, 400"):
         run_translation_job(tiny_job(tmp_path, vocab_size=400), log=logged.append)
+    other_corpus = tiny_job(
+        tmp_path, train_files=(write_pairs(tmp_path / "a.tsv", 99),)
+    )
+    with pytest.raises(ValueError, match=r"corpus: 'ding' there, 'files' now"):
+        run_translation_job(other_corpus, log=logged.append)
     assert (
         json.loads((tmp_path / "run" / "results.json").read_text())["bleu"]
         == (first["bleu"])

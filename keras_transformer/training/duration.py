@@ -12,8 +12,9 @@ import time
 import keras
 
 # 15 passes over Ding's 16,913 training pairs (150 batches of 2,048 tokens, the
-# corpus the recipe was tuned on); over a corpus of B batches, 15 * sqrt(150 / B)
-# passes, so the updates grow as the square root of the corpus size.
+# corpus the recipe was tuned on): 2,250 updates. A smaller corpus gets as many
+# passes as make those updates; a larger one of B batches 15 * sqrt(150 / B),
+# so above Ding's size the updates grow as the square root of the corpus.
 REFERENCE_EPOCHS = 15
 REFERENCE_BATCHES = 150
 # The warm-up of the recipe, cut to a fifth of a shorter run.
@@ -25,14 +26,13 @@ def default_epochs(batches_per_pass):
 
     Example:
 
-    >>> [default_epochs(batches) for batches in (38, 150, 672, 9000)]
-    [30, 15, 7, 2]
+    >>> [default_epochs(batches) for batches in (39, 150, 672, 9000)]
+    [58, 15, 7, 2]
     """
     if batches_per_pass < 1:
         raise ValueError(f"batches_per_pass must be >= 1, got {batches_per_pass}.")
-    return max(
-        1, round(REFERENCE_EPOCHS * math.sqrt(REFERENCE_BATCHES / batches_per_pass))
-    )
+    ratio = REFERENCE_BATCHES / batches_per_pass
+    return max(1, round(REFERENCE_EPOCHS * max(ratio, math.sqrt(ratio))))
 
 
 def default_warmup_steps(updates):

@@ -8,7 +8,14 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from keras_transformer.data import corpora, ding
+from examples import write_ding_files
+from keras_transformer.data import (
+    corpora,
+    dataset_to_lists,
+    ding,
+    load_ding_pairs,
+    load_parallel_files,
+)
 from keras_transformer.data.tfds_ding import DingDeEn
 
 SENTENCE_SPLITS = ("train", "validation", "test")
@@ -313,3 +320,19 @@ def test_load_translation_corpus_in_the_other_direction(pairs, ding_data_dir):
     assert as_pairs(corpus["validation"]) == [
         (english, german) for german, english in pairs["validation"]
     ]
+
+
+def test_ding_written_as_files_reads_back_as_a_files_corpus(tmp_path):
+    folder = tmp_path / "ding"
+    write_ding_files.main([str(folder), "--train-share", "0.1"])
+    splits, held_out = load_parallel_files(
+        [folder / "train.de", folder / "train.en"],
+        [folder / "valid.de", folder / "valid.en"],
+        [folder / "test.de", folder / "test.en"],
+    )
+    assert held_out == []
+    ding = load_ding_pairs()
+    assert int(splits["train"].cardinality()) == round(0.1 * len(ding["train"]))
+    assert dataset_to_lists(splits["test"]) == tuple(
+        map(list, zip(*ding["test"], strict=True))
+    )
