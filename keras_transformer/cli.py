@@ -233,6 +233,11 @@ def main(argv=None):
     except TrainingInterrupted as stop:
         print(f"keras-transformer: {stop}", file=sys.stderr)
         sys.exit(130)  # the shell's status for Ctrl-C
+    except KeyboardInterrupt:  # Ctrl-C outside training: nothing to save
+        if args.debug:
+            raise
+        print("keras-transformer: interrupted", file=sys.stderr)
+        sys.exit(130)
     except USER_ERRORS as error:
         if args.debug:
             raise

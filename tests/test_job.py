@@ -357,6 +357,17 @@ def test_an_unknown_model_key_is_one_line_naming_the_fields(capsys):
     assert "d_model" in error and error.count("\n") == 1
 
 
+def test_ctrl_c_before_training_is_one_line_and_status_130(monkeypatch, capsys):
+    def interrupted(job):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(keras_transformer.job, "run_translation_job", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train"])
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err == "keras-transformer: interrupted\n"
+
+
 @pytest.mark.slow
 def test_a_used_folder_keeps_its_run(tmp_path):
     """A finished run is not trained or exported again; other data is refused;
