@@ -690,7 +690,7 @@ def _train_evaluate_export(
         f"Data: {_count(splits['train']):,} training pairs"
         f"{' (both directions)' if job.bidirectional else ''}, "
         f"{len(validation_sources):,} validation, {len(test_sources):,} test; "
-        f"a {tokenizer.vocab_size:,}-piece vocabulary; {batches_per_pass:,} "
+        f"vocabulary: {tokenizer.vocab_size:,} pieces; {batches_per_pass:,} "
         f"batches of up to {job.tokens_per_batch:,} tokens a pass\n"
         f"Model: {model.count_params():,} parameters, {config}\n"
         f"Training: {epochs} epochs of {steps_per_epoch} steps"

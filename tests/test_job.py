@@ -53,7 +53,8 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     results = run_translation_job(tiny_job(tmp_path), log=logged.append)
     summary = "\n".join(logged)  # before training: data, vocabulary, length
     assert (
-        "Data: 16,913 training pairs, 937 validation, 16 test; a 500-piece" in summary
+        "Data: 16,913 training pairs, 937 validation, 16 test; vocabulary: 500"
+        in summary
     )
     assert "Training: 1 epochs of 6 steps, 6 updates, warm-up 1, cool-down" in summary
     assert results["precision"] == resolve_precision("auto")  # the default
