@@ -35,7 +35,7 @@ from keras_transformer.data import (
     mix_pairs,
     train_tokenizer,
 )
-from keras_transformer.data.corpora import DING_ALIASES, held_out_fraction
+from keras_transformer.data.corpora import DING_ALIASES
 from keras_transformer.data.pipeline import check_fraction
 from keras_transformer.data.tokenizer import check_sampling_alpha
 from keras_transformer.evaluation import (
@@ -504,12 +504,9 @@ def load_splits(job, log=None):
             job.train_files, job.valid_files, job.test_files
         )
         if held_out and log:
-            pairs = sum(
-                int(splits[name].cardinality()) for name in ["train"] + held_out
-            )
             log(
                 f"Held out {' and '.join(held_out)} from {' '.join(job.train_files)}:"
-                f" {held_out_fraction(pairs):.1%} of the sources each, by a hash of"
+                f" {max(held_out.values()):.1%} of the sources each, by a hash of"
                 " the source sentence (give --valid-files / --test-files for your own)."
             )
     else:
@@ -659,6 +656,7 @@ def _train_evaluate_export(
     epochs, steps_per_epoch = job.training_length(batches_per_pass)
     total_steps = epochs * steps_per_epoch
     updates = total_steps // job.gradient_accumulation
+    cooldown_steps = round(job.cooldown_fraction * updates)
     config = job.model_config(tokenizer.vocab_size, default_warmup_steps(updates))
     with open(os.path.join(job.output_dir, "model_config.json"), "w") as file:
         json.dump(config.to_dict(), file, indent=2)  # for `keras-transformer average`
@@ -670,7 +668,7 @@ def _train_evaluate_export(
                 config.warmup_steps,
                 job.learning_rate_scale,
                 gradient_accumulation_steps=job.gradient_accumulation,
-                cooldown_steps=round(job.cooldown_fraction * updates),
+                cooldown_steps=cooldown_steps,
                 total_steps=updates,
                 weight_decay=job.weight_decay or None,
             ),
@@ -700,7 +698,7 @@ def _train_evaluate_export(
             else f" (passes over the data, the default for {batches_per_pass} batches)"
         )
         + f", {updates:,} updates, warm-up {config.warmup_steps}, cool-down over"
-        f" the last {round(job.cooldown_fraction * updates):,}; "
+        f" the last {cooldown_steps:,}; "
         f"{strategy.num_replicas_in_sync} replica(s), "
         f"{keras.mixed_precision.global_policy().name}"
         + (f", resuming at step {step}" if step else "")

@@ -525,8 +525,9 @@ def load_parallel_files(train_files, validation_files=(), test_files=()):
 
     Returns:
         `(splits, held_out)`: a dict from `"train"`, `"validation"` and
-        `"test"` to datasets of `(source, target)` strings, and the names
-        of the splits held out from the training files.
+        `"test"` to datasets of `(source, target)` strings, and a dict from
+        the name of each split held out from the training files to the
+        share of the sources it got.
 
     Raises:
         FileNotFoundError, ValueError: see `read_pairs`; a ValueError also
@@ -538,7 +539,7 @@ def load_parallel_files(train_files, validation_files=(), test_files=()):
     splits = split_pairs(
         pairs, *(0.0 if given[name] else fraction for name in ("validation", "test"))
     )
-    held_out = [name for name, files in given.items() if not files]
+    held_out = {name: fraction for name, files in given.items() if not files}
     for name, files in given.items():
         if files:
             splits[name] = read_pairs(*files)

@@ -330,7 +330,7 @@ def test_ding_written_as_files_reads_back_as_a_files_corpus(tmp_path):
         [folder / "valid.de", folder / "valid.en"],
         [folder / "test.de", folder / "test.en"],
     )
-    assert held_out == []
+    assert held_out == {}
     ding = load_ding_pairs()
     assert int(splits["train"].cardinality()) == round(0.1 * len(ding["train"]))
     assert dataset_to_lists(splits["test"]) == tuple(
