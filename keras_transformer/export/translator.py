@@ -129,37 +129,41 @@ class Translator(tf.Module):
         return {"ids": output_ids, "score": scores}
 
     @tf.function(input_signature=[TEXT])
-    def align(self, text):
-        """Greedy translation with its source-target alignment.
+    def attention(self, text):
+        """The default translation with the cross-attention that produced it.
 
-        The alignment is the last decoder layer's cross-attention,
-        averaged over heads, for every output token: row t is how output
-        token t (the one predicted at step t) attends over the source
-        pieces.
+        Decodes as `translate` does (beam search with the defaults), then
+        runs the decoder once more, teacher-forced on that output, to read
+        the cross-attention of every decoder layer and head: row t of a
+        map is how output piece t (the one predicted at step t) attends
+        over the source pieces.
 
         Returns:
-            {"translation": string (B,), "alignment": float32 (B, T, S),
-            "source_pieces": string (B, S), "target_pieces": string (B, T)},
-            pieces padded with "".
+            {"translation": string (B,), "score": float32 (B,),
+            "source_pieces": string (B, S), "target_pieces": string (B, T),
+            "cross_attention": float32 (B, layers, heads, T, S)}; pieces are
+            padded with "", and attention rows and columns of padding are 0.
         """
         source_ids = self.source_ids(text)  # (B, S)
-        output_ids, _ = self._decode(source_ids, 1, 0.0)  # (B, T)
-        # A source with no pieces translates to nothing, as in `greedy`.
-        output_ids = tf.where(_has_pieces(source_ids)[:, None], output_ids, 0)
+        output_ids, scores = self._decode(source_ids, self.beam_size, self.alpha)
+        has_pieces = _has_pieces(source_ids)  # (B,)
+        # A source with no pieces translates to nothing, as in `translate`.
+        output_ids = tf.where(has_pieces[:, None], output_ids, 0)  # (B, T)
         batch = tf.shape(output_ids)[0]
         decoder_inputs = tf.concat(
             [tf.fill([batch, 1], START_ID), output_ids[:, :-1]], axis=1
         )  # (B, T)
         encoder_outputs, mask = self.model.encode(source_ids)
-        _, alignment = self.model.decode(
+        _, attention = self.model.decode(
             decoder_inputs, encoder_outputs, mask, return_cross_attention=True
-        )  # (B, T, S)
-        is_output = tf.cast(output_ids != 0, tf.float32)[:, :, None]
+        )  # (B, layers, h, T, S)
+        is_output = tf.cast(output_ids != 0, tf.float32)[:, None, None, :, None]
         return {
             "translation": self.tokenizer.detokenize(output_ids),
-            "alignment": alignment * is_output,
+            "score": tf.where(has_pieces, scores, 0.0),
             "source_pieces": self._pieces(source_ids),
             "target_pieces": self._pieces(output_ids),
+            "cross_attention": attention * is_output,
         }
 
     def _pieces(self, ids):
@@ -173,5 +177,5 @@ class Translator(tf.Module):
             "greedy": self.greedy,
             "beam": self.beam,
             "ids": self.translate_ids,
-            "align": self.align,
+            "attention": self.attention,
         }

@@ -131,29 +131,33 @@ class Transformer(keras.Model):
             encoder_outputs: (B, S, d_model) from `encode`.
             encoder_padding_mask: (B, S) from `encode`.
             training: whether dropout is active.
-            return_cross_attention: also return the last decoder layer's
-                cross-attention probabilities averaged over heads, (B, T, S):
-                the source-target alignment the paper visualises.
+            return_cross_attention: also return the cross-attention
+                probabilities of every decoder layer and head, float32
+                (B, layers, h, T, S): how each target position attends over
+                the source pieces, the alignment the paper visualises.
 
         Returns:
-            float32 logits (B, T, vocab_size), and the alignment if asked.
+            float32 logits (B, T, vocab_size), and the cross-attention if
+            asked.
         """
         decoder_padding_mask = padding_mask_from_ids(decoder_inputs)  # (B, T)
         x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
-        for index, block in enumerate(self.decoder_blocks):
-            is_last = index == len(self.decoder_blocks) - 1
+        cross_attention = []
+        for block in self.decoder_blocks:
             x = block(
                 x,
                 encoder_outputs,
                 decoder_padding_mask=decoder_padding_mask,
                 encoder_padding_mask=encoder_padding_mask,
-                return_attention_scores=return_cross_attention and is_last,
+                return_attention_scores=return_cross_attention,
                 training=training,
             )
+            if return_cross_attention:
+                x, scores = x  # scores (B, h, T, S)
+                cross_attention.append(ops.cast(scores, "float32"))
         if not return_cross_attention:
             return self._logits(x)
-        x, scores = x  # scores (B, h, T, S)
-        return self._logits(x), ops.mean(ops.cast(scores, "float32"), axis=1)
+        return self._logits(x), ops.stack(cross_attention, axis=1)
 
     def init_cache(self, encoder_outputs, encoder_padding_mask, max_length):
         """The decoding state for up to `max_length` target tokens.

@@ -19,7 +19,7 @@ from keras_transformer.export import export_translator
 pytestmark = pytest.mark.slow
 
 SUBPROCESS_TIMEOUT = 180
-SIGNATURES = ["serving_default", "greedy", "beam", "ids", "align"]
+SIGNATURES = ["serving_default", "greedy", "beam", "ids", "attention"]
 BAD_TEXTS = ["", "   ", "z \u00e4 \u4e2d a", " ".join("abcdefghijklmnop" * 2)]
 
 TF1_SESSION_SCRIPT = """
@@ -202,7 +202,7 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
         "greedy": dict(text=texts),
         "beam": dict(text=texts, beam_size=tf.constant(3), alpha=tf.constant(0.6)),
         "ids": dict(ids=source_ids),
-        "align": dict(text=texts),
+        "attention": dict(text=texts),
     }
     in_process = translator.signatures()
     for name in SIGNATURES:
@@ -245,7 +245,7 @@ def test_saved_model_cli_lists_the_signatures(exported):
         assert f"signature_def['{name}']" in process.stdout
     for inputs in ("['text']", "['beam_size']", "['alpha']", "['ids']"):
         assert f"inputs{inputs} tensor_info" in process.stdout
-    for outputs in ("translation", "score", "ids", "alignment", "source_pieces"):
+    for outputs in ("translation", "score", "ids", "cross_attention", "source_pieces"):
         assert f"outputs['{outputs}'] tensor_info" in process.stdout
 
 

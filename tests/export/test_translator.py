@@ -1,4 +1,4 @@
-"""The in-process Translator: it translates, aligns, and takes any input."""
+"""The in-process Translator: it translates, shows its attention, takes any input."""
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ BAD_INPUTS = {
     "control": b"a\x00b c",
     "plain": b"a b c",
 }
-TEXT_SIGNATURES = ["serving_default", "greedy", "beam", "align"]
+TEXT_SIGNATURES = ["serving_default", "greedy", "beam", "attention"]
 
 
 def call(signatures, name, texts):
@@ -44,7 +44,7 @@ def exact_rate(translations, pairs):
 
 
 def assert_outputs_equal(outputs, expected, atol=1e-4):
-    """Equal strings and ids, scores and alignments within `atol`."""
+    """Equal strings and ids, scores and attention within `atol`."""
     assert outputs.keys() == expected.keys()
     for key, value in expected.items():
         if value.dtype.kind == "f":
@@ -90,13 +90,15 @@ def test_beam_of_size_one_without_length_penalty_is_greedy(translator, held_out)
     np.testing.assert_allclose(beam["score"], greedy["score"], atol=1e-4)
 
 
-def test_alignment_of_a_reversal_is_the_mirror(translator, held_out):
+def test_attention_of_a_reversal_is_the_mirror(translator, held_out):
     texts = [source for source, _ in held_out[:50]]
-    result = call(translator.signatures(), "align", texts)
-    alignment = result["alignment"]  # (B, T, S)
-    assert alignment.shape[0] == len(texts)
-    greedy = translator.greedy(tf.constant(texts))["translation"].numpy()
-    np.testing.assert_array_equal(result["translation"], greedy)
+    result = call(translator.signatures(), "attention", texts)
+    attention = result["cross_attention"]  # (B, layers, heads, T, S)
+    assert attention.shape[:3] == (len(texts), 2, 4)
+    default = translator.translate(tf.constant(texts))
+    np.testing.assert_array_equal(result["translation"], default["translation"])
+    np.testing.assert_allclose(result["score"], default["score"], atol=1e-4)
+    alignment = attention[:, -1].mean(axis=1)  # last layer, heads averaged
     mirrored = total = 0
     for row, text in enumerate(texts):
         words = text.split()
@@ -107,9 +109,10 @@ def test_alignment_of_a_reversal_is_the_mirror(translator, held_out):
         is_output = target_pieces != b""
         length = int(is_output.sum())  # output tokens, the end token included
         assert is_output[:length].all() and target_pieces[length - 1] == b"</s>"
-        np.testing.assert_allclose(alignment[row, :length].sum(axis=1), 1, atol=1e-3)
-        assert not np.any(alignment[row, length:])  # padded output rows
-        assert np.all(alignment[row, :, n + 1 :] < 1e-3)  # padded source columns
+        rows = attention[row, :, :, :length]  # every layer and head
+        np.testing.assert_allclose(rows.sum(axis=-1), 1, atol=1e-5)
+        assert not np.any(attention[row, :, :, length:])  # padded output rows
+        assert not np.any(attention[row, ..., n + 1 :])  # padded source columns
         for t in range(min(n, length - 1)):  # output words, not the end token
             mirrored += int(np.argmax(alignment[row, t]) == n - 1 - t)
             total += 1
@@ -151,19 +154,18 @@ def test_bad_input_follows_the_documented_rules(signatures, name):
     for key in ("empty", "whitespace"):  # no pieces: "" (with score 0)
         nothing = result(key)
         assert nothing["translation"].tolist() == [b""]
-        if name == "align":
+        assert nothing["score"].tolist() == [0.0]
+        if name == "attention":
             assert nothing["source_pieces"].tolist() == [[b"</s>"]]
             assert not np.any(nothing["target_pieces"] != b"")
-            assert not np.any(nothing["alignment"])
-        else:
-            assert nothing["score"].tolist() == [0.0]
+            assert not np.any(nothing["cross_attention"])
     # Too long: the first max_length - 1 pieces, then the end piece.
     kept = " ".join(BAD_INPUTS["too_long"].decode().split()[: MAX_LENGTH - 1])
     assert_outputs_equal(result("too_long"), call(signatures, name, [kept]))
     # Invalid UTF-8: the bad bytes become U+FFFD.
     repaired = BAD_INPUTS["invalid_utf8"].decode("utf-8", errors="replace")
     assert_outputs_equal(result("invalid_utf8"), call(signatures, name, [repaired]))
-    if name == "align":  # unseen characters are the unknown piece
+    if name == "attention":  # unseen characters are the unknown piece
         assert b"<unk>" in result("unseen")["source_pieces"][0].tolist()
         assert result("too_long")["source_pieces"].shape == (1, MAX_LENGTH)
 
@@ -222,11 +224,10 @@ def test_an_empty_source_translates_to_nothing_in_every_method():
     # "b" and its end id: 2 source ids, so 2 + extra_length tokens of "a".
     greedy = call(translator.signatures(), "greedy", texts)
     assert greedy["translation"][2] == b"a a a a a"
-    for name in ("greedy", "align"):  # translate and beam share greedy's code
+    for name in ("greedy", "beam", "attention"):  # `translate` is `beam`
         result = call(translator.signatures(), name, texts)
         assert result["translation"][:2].tolist() == [b"", b""], name
-        if name == "align":
+        assert result["score"][:2].tolist() == [0.0, 0.0], name
+        if name == "attention":
             assert not np.any(result["target_pieces"][:2] != b"")
-            assert not np.any(result["alignment"][:2])
-        else:
-            assert result["score"][:2].tolist() == [0.0, 0.0], name
+            assert not np.any(result["cross_attention"][:2])

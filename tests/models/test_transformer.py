@@ -146,15 +146,28 @@ def test_build_transformer_rejects_other_configs():
         build_transformer({"vocab_size": 10})
 
 
-def test_cross_attention_alignment_rows_are_distributions_over_real_source():
-    model = tiny_model()
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cross_attention_of_every_layer_and_head(norm_first):
+    """Distributions over the real source pieces, each layer's as its block's."""
+    model = tiny_model(norm_first=norm_first)
     source = SOURCE.copy()
     source[0, 4:] = 0
     encoder_outputs, mask = model.encode(source)
-    outputs, alignment = model.decode(
+    outputs, attention = model.decode(
         TARGET, encoder_outputs, mask, return_cross_attention=True
     )
     np.testing.assert_allclose(outputs, logits(model, source, TARGET), atol=1e-6)
-    assert tuple(alignment.shape) == (3, 6, 7)
-    np.testing.assert_allclose(np.sum(alignment, axis=-1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(np.array(alignment)[0, :, 4:], 0.0, atol=1e-7)
+    assert tuple(attention.shape) == (3, 2, 4, 6, 7)  # (B, layers, h, T, S)
+    attention = np.array(attention)
+    np.testing.assert_allclose(attention.sum(axis=-1), 1.0, atol=1e-5)
+    assert not np.any(attention[0, ..., 4:])  # padding gets exactly 0
+    x = model.target_embedding(TARGET)  # each block on its own input
+    for layer, block in enumerate(model.decoder_blocks):
+        x, scores = block(
+            x,
+            encoder_outputs,
+            decoder_padding_mask=TARGET != 0,
+            encoder_padding_mask=mask,
+            return_attention_scores=True,
+        )
+        np.testing.assert_allclose(attention[:, layer], scores, atol=1e-6)
