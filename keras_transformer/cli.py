@@ -4,6 +4,8 @@
     keras-transformer translate PATH TEXT   # translate with an export
     keras-transformer average DIR OUTPUT    # average the last checkpoints
     keras-transformer evaluate DIR          # score a run on validation/test
+    keras-transformer attention PATH TEXT   # draw an export's attention maps
+    keras-transformer plot DIR              # draw a run's schedule and curves
 
 Run `keras-transformer COMMAND --help` for the options.
 """
@@ -208,8 +210,98 @@ def _evaluate(args):
     print(json.dumps(scores, indent=2))
 
 
-# Errors a user's input can cause: reported in one line, without a traceback.
-USER_ERRORS = (ValueError, OSError, KeyError)
+def _attention_parser(commands):
+    parser = commands.add_parser(
+        "attention",
+        help="draw the cross-attention of an export's translation",
+        description="Translates TEXT with an export's `attention` signature, "
+        "prints each target piece with the source piece it attends to most "
+        "(the last layer's heads averaged, or the --layer and --head chosen), "
+        "and draws the maps of every decoder layer and head. Needs matplotlib "
+        '(pip install -e ".[plots]").',
+    )
+    parser.add_argument("saved_model", help="an export's version folder")
+    parser.add_argument("text", help="the sentence to translate")
+    parser.add_argument(
+        "-o", "--output", default="attention.png", help="a .png or .svg file"
+    )
+    for name in ("layer", "head"):
+        parser.add_argument(
+            f"--{name}",
+            type=int,
+            help=f"draw one {name} only (0 is the first, -1 the last)",
+        )
+    parser.set_defaults(run=_attention)
+
+
+def _attention(args):
+    import tensorflow as tf
+
+    from keras_transformer.export.streaming import load_export
+    from keras_transformer.plots import (
+        attention_figure,
+        save_figure,
+        sentence_attention,
+        text_alignment,
+    )
+    from keras_transformer.plots.figures import check_image_path, new_figure
+
+    check_image_path(args.output)
+    new_figure(1, 1)  # matplotlib is there, before the export loads
+    export = load_export(args.saved_model)
+    if "attention" not in export.signatures:
+        raise ValueError(
+            f"{args.saved_model} has no `attention` signature; export the run"
+            " again with this version (keras-transformer average --export-dir)."
+        )
+    outputs = export.signatures["attention"](text=tf.constant([args.text]))
+    attention, source, target = sentence_attention(outputs)
+    if not target:
+        raise ValueError(f"{args.text!r} has no pieces to translate.")
+    selection = dict(layer=args.layer, head=args.head)
+    figure = attention_figure(attention, source, target, **selection)
+    print(outputs["translation"][0].numpy().decode("utf-8"))
+    print("\n".join(text_alignment(attention, source, target, **selection)))
+    print(f"Wrote {save_figure(figure, args.output)}")
+
+
+def _plot_parser(commands):
+    from keras_transformer.plots.training import FILE_NAMES, KINDS
+
+    parser = commands.add_parser(
+        "plot",
+        help="draw a training run's position encoding, schedule and curves",
+        description="Draws the pictures of a `train` run: the position "
+        f"encoding of its d_model ({FILE_NAMES['pe']}), its learning-rate "
+        f"schedule ({FILE_NAMES['schedule']}) and its training curves "
+        f"({FILE_NAMES['curves']}). Needs matplotlib "
+        '(pip install -e ".[plots]").',
+    )
+    parser.add_argument("output_dir", help="the --output-dir of the train run")
+    parser.add_argument(
+        "-o", "--output", help="the folder to draw in (default: OUTPUT_DIR/plots)"
+    )
+    parser.add_argument(
+        "--what", choices=KINDS, action="append", help="one kind (default: all)"
+    )
+    parser.add_argument("--format", default="png", choices=("png", "svg"))
+    parser.set_defaults(run=_plot)
+
+
+def _plot(args):
+    from keras_transformer.plots import plot_run
+    from keras_transformer.plots.training import KINDS
+
+    if not os.path.isdir(args.output_dir):
+        raise FileNotFoundError(f"No run at {args.output_dir}.")
+    kinds = args.what or KINDS
+    for path in plot_run(args.output_dir, args.output, kinds, args.format):
+        print(f"Wrote {path}")
+
+
+# Errors a user's input can cause: reported in one line, without a traceback
+# (ImportError: an optional dependency is missing).
+USER_ERRORS = (ValueError, OSError, KeyError, ImportError)
 
 
 def main(argv=None):
@@ -227,6 +319,8 @@ def main(argv=None):
     _translate_parser(commands)
     _average_parser(commands)
     _evaluate_parser(commands)
+    _attention_parser(commands)
+    _plot_parser(commands)
     args = parser.parse_args(argv)
     try:
         args.run(args)

@@ -2,8 +2,9 @@
 
 `run_translation_job(TranslationJob(...))` is what `keras-transformer train`
 and `examples/train_translation.py` run. Everything it writes goes under
-`output_dir` (tokenizer, `model_config.json`, checkpoints, TensorBoard logs,
-the final `.keras` model, `results.json`) and the exported SavedModel under
+`output_dir` (tokenizer, `model_config.json`, `schedule.json`, checkpoints,
+TensorBoard logs, `history.csv`, the final `.keras` model, `results.json`)
+and the exported SavedModel under
 `export_dir/export_name/<version>/`.
 
 Training resumes where it stopped: rerunning the same command restores the
@@ -13,6 +14,7 @@ next batch.
 """
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -45,11 +47,13 @@ from keras_transformer.evaluation import (
 )
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.models import TransformerConfig, build_transformer
+from keras_transformer.plots import AttentionImages
 from keras_transformer.training import (
     PRECISIONS,
     STRATEGIES,
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
+    TransformerSchedule,
     check_precision,
     check_strategy,
     global_dtype_policy,
@@ -660,6 +664,16 @@ def _train_evaluate_export(
     config = job.model_config(tokenizer.vocab_size, default_warmup_steps(updates))
     with open(os.path.join(job.output_dir, "model_config.json"), "w") as file:
         json.dump(config.to_dict(), file, indent=2)  # for `keras-transformer average`
+    schedule = TransformerSchedule(
+        config.d_model,
+        config.warmup_steps,
+        job.learning_rate_scale,
+        job.gradient_accumulation,
+        cooldown_steps,
+        updates,
+    )  # the optimizer's, for `keras-transformer plot`
+    with open(os.path.join(job.output_dir, "schedule.json"), "w") as file:
+        json.dump(schedule.get_config(), file, indent=2)
     with strategy.scope():  # variables, optimizer slots and metrics mirrored
         model = build_transformer(config)
         model.compile(
@@ -720,9 +734,25 @@ def _train_evaluate_export(
             validation_targets[: job.bleu_sample],
             target_language=job.target_language,
         ),
+        keras.callbacks.CSVLogger(
+            os.path.join(job.output_dir, "history.csv"), append=True
+        ),
         keras.callbacks.TensorBoard(os.path.join(job.output_dir, "logs")),
         TimeEstimate(total_steps - step, log),
     ]
+    if importlib.util.find_spec("matplotlib"):
+        callbacks.append(
+            AttentionImages(
+                translator.attention,
+                [text for text in validation_sources if len(text) <= 60][:3],
+                os.path.join(job.output_dir, "logs", "attention"),
+            )
+        )
+    else:
+        log(
+            "TensorBoard attention images need matplotlib, left out: "
+            'pip install -e ".[plots]" adds it.'
+        )
     stream = batches(
         splits["train"], repeat=True, seed=job.seed, sampling_alpha=job.sampling_alpha
     )

@@ -22,6 +22,7 @@ from keras_transformer.job import (
     run_translation_job,
     translate_texts,
 )
+from keras_transformer.plots import attention_figure, read_history, sentence_attention
 from keras_transformer.training import PRECISIONS, resolve_precision
 
 
@@ -48,7 +49,7 @@ def tiny_job(tmp_path, **overrides):
 
 
 @pytest.mark.slow
-def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
+def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys):
     logged = []
     results = run_translation_job(tiny_job(tmp_path), log=logged.append)
     summary = "\n".join(logged)  # before training: data, vocabulary, length
@@ -89,6 +90,54 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path):
     assert len(warnings) == 1 and "epochs: 1 -> 2" in warnings[0]
     assert list(resumed["history"]) == [2]
     assert resumed["export_path"].endswith("saved_models/translator/2")
+    assert_pictures_of_the_run(tmp_path / "run", resumed["export_path"], capsys)
+
+
+def tensorboard_images(folder):
+    """{tag: [(step, width, height)]} of the image summaries in `folder`."""
+    images = {}
+    for path in folder.iterdir():
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                width, height, png = value.tensor.string_val
+                assert png.startswith(b"\x89PNG")
+                size = (event.step, int(width), int(height))
+                images.setdefault(value.tag, []).append(size)
+    return images
+
+
+def assert_pictures_of_the_run(run, export_path, capsys):
+    """What the pictures read: history, schedule, TensorBoard, the commands."""
+    assert list(read_history(run / "history.csv")) == [1, 2]  # both runs'
+    schedule = json.loads((run / "schedule.json").read_text())
+    assert (schedule["total_steps"], schedule["warmup_steps"]) == (12, 2)
+    images = tensorboard_images(run / "logs" / "attention")
+    assert sorted(images) == [f"cross_attention/{row}" for row in range(3)]
+    assert [step for step, _, _ in images["cross_attention/0"]] == [0, 1]
+
+    capsys.readouterr()
+    main(["plot", str(run)])
+    written = capsys.readouterr().out.split()[1::2]
+    assert [os.path.getsize(path) > 1000 for path in written] == [True] * 3
+
+    main(["attention", export_path, "Guten Morgen!", "-o", str(run / "map.png")])
+    translation, *alignment, wrote = capsys.readouterr().out.splitlines()
+    export = tf.saved_model.load(export_path)
+    text = tf.constant(["Guten Morgen!"])
+    expected = export.signatures["serving_default"](text=text)["translation"]
+    assert translation == expected.numpy()[0].decode()
+    attention, source, target = sentence_attention(
+        export.signatures["attention"](text=text)
+    )
+    assert len(alignment) == len(target) and all("<-" in line for line in alignment)
+    assert wrote == f"Wrote {run / 'map.png'}"
+    figure = attention_figure(attention, source, target)
+    width, height = (figure.get_size_inches() * 100).round().astype(int)
+    header = (run / "map.png").read_bytes()[16:24]
+    assert (width, height) == (
+        int.from_bytes(header[:4], "big"),
+        int.from_bytes(header[4:], "big"),
+    )
 
 
 def test_bidirectional_trains_on_every_pair_both_ways(tmp_path):
