@@ -3,8 +3,9 @@
 Layers, the encoder-decoder model, the paper's training recipe and decoding
 are imported here; the subpackages `keras_transformer.data` (corpora,
 tokenizer, tf.data pipeline), `keras_transformer.evaluation` (BLEU, chrF)
-and `keras_transformer.export` (the text-in, text-out SavedModel) are
-imported on their own, e.g. `import keras_transformer.data`.
+and `keras_transformer.export` (the text-in, text-out translator, its
+SavedModel and CTranslate2 exports) are imported on their own, e.g.
+`import keras_transformer.data`.
 """
 
 from keras_transformer.decoding import beam_search, decode, greedy_decode

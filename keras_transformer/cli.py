@@ -2,6 +2,7 @@
 
     keras-transformer train [options]       # the translation job
     keras-transformer translate PATH TEXT   # translate with an export
+    keras-transformer export DIR --format F # export a run as SavedModel/CTranslate2
     keras-transformer average DIR OUTPUT    # average the last checkpoints
     keras-transformer evaluate DIR          # score a run on validation/test
     keras-transformer attention PATH TEXT   # draw an export's attention maps
@@ -82,12 +83,16 @@ def _train(args):
 def _translate_parser(commands):
     parser = commands.add_parser(
         "translate",
-        help="translate text with an exported SavedModel",
+        help="translate text with an export (SavedModel or CTranslate2)",
         description="Translates sentences given as arguments, or the lines of "
         "a file (- for stdin), a line out per line in, in input order, in "
         "batches as they are read.",
     )
-    parser.add_argument("saved_model", help="an export's version folder")
+    parser.add_argument(
+        "saved_model",
+        metavar="EXPORT",
+        help="a SavedModel export's version folder, or a CTranslate2 export",
+    )
     parser.add_argument(
         "inputs",
         nargs="*",
@@ -131,6 +136,105 @@ def _translate(args):
     else:
         texts = [text.encode("utf-8") for text in args.inputs]
         translate_lines(args.saved_model, texts, sys.stdout, **options)
+
+
+def _export_parser(commands):
+    parser = commands.add_parser(
+        "export",
+        help="export a trained model as a SavedModel or a CTranslate2 model",
+        description="Exports the translator of a `train` run (RUN_DIR/model.keras, "
+        "written when the run finishes) or of a .keras model (e.g. from `average`), "
+        "with the tokenizer.model and job.json beside it: as a SavedModel for "
+        "TF Serving, or as a CTranslate2 model for fast CPU serving (pip install "
+        '-e ".[ctranslate2]"). `translate` takes either.',
+    )
+    parser.add_argument(
+        "model",
+        metavar="RUN_DIR|MODEL",
+        help="a train run's --output-dir, or a .keras model",
+    )
+    parser.add_argument(
+        "--format", required=True, choices=("saved_model", "ctranslate2")
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=("int8", "int8_float32", "int16", "float32"),
+        help="the CTranslate2 weights' type (default: float32)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        help="saved_model: the model folder, whose next version is written "
+        "(default: saved_models/translator); ctranslate2: the folder to create "
+        "(default: saved_models/translator-ct2, or translator-ct2-QUANTIZATION)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        help="the SentencePiece model (default: the one beside the model)",
+    )
+    defaults = "(default: the run's, from job.json beside the model, else train's)"
+    parser.add_argument("--beam-size", type=int, help=f"beam width {defaults}")
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        help="length-penalty exponent: a SavedModel divides scores by ((5 + "
+        "length) / 6) ** alpha, CTranslate2 by length ** alpha, the same at 0 "
+        + defaults,
+    )
+    parser.set_defaults(run=_export)
+
+
+def _export(args):
+    import keras
+
+    from keras_transformer.data import SubwordTokenizer
+    from keras_transformer.export import (
+        Translator,
+        export_ctranslate2,
+        export_translator,
+    )
+    from keras_transformer.export.ctranslate2_model import import_ctranslate2
+    from keras_transformer.job import saved_job, tokenizer_path
+
+    if args.format == "ctranslate2":
+        import_ctranslate2()  # before the model loads, if it is missing
+    elif args.quantization:
+        raise ValueError("--quantization goes with --format ctranslate2.")
+    model_path = _model_path(args.model)
+    folder = os.path.dirname(model_path)
+    has_job = os.path.exists(os.path.join(folder, "job.json"))
+    job = saved_job(folder) if has_job else TranslationJob()
+    translator = Translator(
+        keras.saving.load_model(model_path, compile=False),
+        SubwordTokenizer.load(args.tokenizer or tokenizer_path(folder)),
+        job.beam_size if args.beam_size is None else args.beam_size,
+        job.alpha if args.alpha is None else args.alpha,
+    )
+    if args.format == "saved_model":
+        output = os.path.normpath(args.output or "saved_models/translator")
+        model_dir, name = os.path.split(output)
+        path = export_translator(translator, model_dir or ".", name)
+    else:
+        suffix = f"-{args.quantization}" if args.quantization else ""
+        output = args.output or f"saved_models/translator-ct2{suffix}"
+        path = export_ctranslate2(translator, output, args.quantization)
+    print(f"Exported the translator to {path}")
+
+
+def _model_path(path):
+    """The .keras model of `path`: a `train` run's folder or a .keras file."""
+    if not os.path.isdir(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No model at {path}.")
+        return path
+    model_path = os.path.join(path, "model.keras")
+    if not os.path.exists(model_path):
+        raise FileNotFoundError(
+            f"{model_path} does not exist: the run has not finished; average its "
+            f"checkpoints into a model first (keras-transformer average {path} "
+            "MODEL.keras)."
+        )
+    return model_path
 
 
 def _average_parser(commands):
@@ -317,6 +421,7 @@ def main(argv=None):
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _train_parser(commands)
     _translate_parser(commands)
+    _export_parser(commands)
     _average_parser(commands)
     _evaluate_parser(commands)
     _attention_parser(commands)

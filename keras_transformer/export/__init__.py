@@ -1,6 +1,14 @@
-"""The text-in, text-out translator and its SavedModel export for TF Serving."""
+"""The text-in, text-out translator, its SavedModel and CTranslate2 exports."""
 
+from keras_transformer.export.ctranslate2_model import export_ctranslate2
+from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 from keras_transformer.export.saved_model import export_translator, next_version
 from keras_transformer.export.translator import Translator
 
-__all__ = ["Translator", "export_translator", "next_version"]
+__all__ = [
+    "CTranslate2Translator",
+    "Translator",
+    "export_ctranslate2",
+    "export_translator",
+    "next_version",
+]

@@ -42,6 +42,14 @@ def train_reversal_translator():
         f"▁{letter}".encode() for letter in LETTERS
     ]
     assert all(len(ids) == 1 for ids in pieces)
+    return reversal_translator(tokenizer, train), {source for source, _ in train}
+
+
+def reversal_translator(tokenizer, train, epochs=10, **overrides):
+    """A tiny model trained on the `train` pairs for `epochs` x 100 steps.
+
+    `overrides` change its config, e.g. `norm_first=True`. The caller seeds.
+    """
     config = kt.TransformerConfig.tiny(
         tokenizer.vocab_size,
         d_model=64,
@@ -52,7 +60,7 @@ def train_reversal_translator():
         dropout=0.1,
         max_length=MAX_LENGTH,
         warmup_steps=200,
-    )
+    ).replace(**overrides)
     model = kt.build_transformer(config)
     model.compile(
         optimizer=kt.transformer_optimizer(config.d_model, config.warmup_steps, 0.5),
@@ -68,8 +76,8 @@ def train_reversal_translator():
         seed=0,
         repeat=True,
     )
-    model.fit(batches, steps_per_epoch=100, epochs=10, shuffle=False, verbose=0)
-    return Translator(model, tokenizer), {source for source in sources}
+    model.fit(batches, steps_per_epoch=100, epochs=epochs, shuffle=False, verbose=0)
+    return Translator(model, tokenizer)
 
 
 @pytest.fixture(scope="session")
