@@ -18,7 +18,14 @@ no model can produce, -1, and every limit equals `--new-tokens`):
   (`keras_hub`, `keras_hub_xla`);
 - greedy only: the TensorFlow tutorial's loop, which runs our decoder on
   the whole prefix at every step without a cache (`tutorial_no_cache`; the
-  encoder runs once, where the tutorial re-runs it too).
+  encoder runs once, where the tutorial re-runs it too);
+- `--ctranslate2`: CTranslate2 (OpenNMT's C++ engine) with our model's
+  weights (`transformer_spec`, as `keras-transformer export --format
+  ctranslate2` writes them), in float32 and int8, each at 1 and at all
+  cores' intra-op threads (`ctranslate2_float32_1t`, ...), forced to the
+  same number of tokens (`min_decoding_length`); its sources are one id
+  shorter, since CTranslate2 appends the end token. `ratios` then compares
+  our signature with each engine at its best thread count.
 
 `ops_per_step` counts the ops of each decoding loop's body, ours and
 keras-hub's, as traced (before TensorFlow's graph optimizations, without
@@ -34,6 +41,7 @@ them alike. `ratios` divides ours by the matching keras-hub variant and
     python benchmarks/decode_speed.py               # the full grid, ~5 min
     python benchmarks/decode_speed.py --quick       # a smoke run
     python benchmarks/decode_speed.py --batch-size 32 --search greedy
+    python benchmarks/decode_speed.py --ctranslate2 --threads 1
 """
 
 import argparse
@@ -187,6 +195,69 @@ def tutorial_variant(model, new_tokens):
     return {"tutorial_no_cache": run}
 
 
+class IdVocabulary:
+    """A tokenizer stand-in for `transformer_spec`: piece i is "t<i>".
+
+    Ids 0 to 3 are the special pieces of `SubwordTokenizer`.
+    """
+
+    unknown_id, start_id, end_id = 3, START_ID, 2
+    SPECIAL = ("<pad>", "<s>", "</s>", "<unk>")
+
+    def __init__(self, vocab_size):
+        self.vocab_size = vocab_size
+        self.pieces = [*self.SPECIAL, *(f"t{i}" for i in range(4, vocab_size))]
+
+    def id_to_piece(self, ids):
+        return tf.constant([self.pieces[i] for i in ids])
+
+
+def ctranslate2_variants(model, beam_size, new_tokens, folder):
+    """CTranslate2 with `model`'s weights, float32 and int8, 1 and all threads."""
+    import ctranslate2
+
+    from keras_transformer.export.ctranslate2_model import transformer_spec
+
+    vocabulary = IdVocabulary(model.config.vocab_size)
+    index = {piece: i for i, piece in enumerate(vocabulary.pieces)}
+    variants = {}
+    for quantization in ("float32", "int8"):
+        path = os.path.join(folder, f"ctranslate2_{quantization}")
+        if not os.path.exists(path):
+            spec = transformer_spec(model, vocabulary)
+            spec.validate()
+            spec.optimize(quantization=quantization)
+            os.makedirs(path)
+            spec.save(path)
+        for threads in sorted({1, os.cpu_count()}):
+            engine = ctranslate2.Translator(path, intra_threads=threads)
+
+            def run(ids, engine=engine):
+                sources = [
+                    [vocabulary.pieces[i] for i in row[:-1]] for row in ids.numpy()
+                ]  # CTranslate2 appends the end token
+                results = engine.translate_batch(
+                    sources,
+                    beam_size=beam_size,
+                    max_decoding_length=new_tokens,
+                    min_decoding_length=new_tokens,
+                    max_input_length=0,
+                )
+                return tf.constant(
+                    [[index[t] for t in r.hypotheses[0]] for r in results]
+                )  # (B, N)
+
+            variants[f"ctranslate2_{quantization}_{threads}t"] = run
+    return variants
+
+
+def best_ctranslate2(speed, quantization):
+    """The tokens/s of the fastest thread count of one CTranslate2 variant."""
+    prefix = f"ctranslate2_{quantization}_"
+    speeds = [value for name, value in speed.items() if name.startswith(prefix)]
+    return max(speeds) if speeds else None
+
+
 def loop_body_ops(function, ids):
     """Ops in the body of the largest `tf.while_loop` that `function` traces.
 
@@ -250,6 +321,32 @@ def ratios_and_targets(results):
                 for ours, reference in pairs
                 if ours in speed and reference in speed
             }
+            float32 = best_ctranslate2(speed, "float32")
+            int8 = best_ctranslate2(speed, "int8")
+            if float32 and int8:
+                signature = speed["ours_signature"]
+                ratios[search][batch_key].update(
+                    {
+                        "ours_signature/ctranslate2_float32_best": common.ratio(
+                            signature, float32
+                        ),
+                        "ctranslate2_int8_best/ours_signature": common.ratio(
+                            int8, signature
+                        ),
+                    }
+                )
+                goals = [("ours_signature/ctranslate2_float32_best", 0.8)]
+                if batch_key == "batch_1":
+                    goals.append(("ctranslate2_int8_best/ours_signature", 2.0))
+                targets.extend(
+                    {
+                        "name": f"{search} {batch_key}: {name}",
+                        "goal": goal,
+                        "ratio": ratios[search][batch_key][name],
+                        "met": ratios[search][batch_key][name] >= goal,
+                    }
+                    for name, goal in goals
+                )
             for ours, reference, goal, *only_batch in TARGETS[search]:
                 if only_batch and batch_key != f"batch_{only_batch[0]}":
                     continue
@@ -284,6 +381,11 @@ def parse_args(argv=None):
         "--saved-model",
         action="store_true",
         help="also time our decoder exported as a SavedModel and reloaded",
+    )
+    parser.add_argument(
+        "--ctranslate2",
+        action="store_true",
+        help="also time CTranslate2 with the same weights, float32 and int8",
     )
     parser.add_argument(
         "--baseline",
@@ -358,6 +460,10 @@ def main(argv=None):
                 )
             if beam_size == 1:
                 variants.update(tutorial_variant(ours, new_tokens))
+            if args.ctranslate2:
+                variants.update(
+                    ctranslate2_variants(ours, beam_size, new_tokens, saved_model_dir)
+                )
             results[search] = {}
             for batch_size in settings["batch_sizes"]:
                 ids = tf.constant(

@@ -181,6 +181,7 @@ def run_level(models, pool, requests, threads, references):
                 if wrong or len(translations) != len(items):
                     differing.append({"request": number, "items": wrong})
 
+    print(f"{len(requests)} requests from {threads} threads...", file=sys.stderr)
     started = time.perf_counter()
     workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
     for worker in workers:
@@ -279,6 +280,7 @@ def main(argv=None):
 
     models = load_models(args.saved_model, args.copies, args.intra_op, args.inter_op)
     warm_up(models[0], pool)
+    print(f"Translating the {len(pool)} texts alone...", file=sys.stderr)
     references = reference_answers(models[0], pool)
     configs = []
     if args.configs:
