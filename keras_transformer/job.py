@@ -53,7 +53,6 @@ from keras_transformer.training import (
     STRATEGIES,
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
-    TransformerSchedule,
     check_precision,
     check_strategy,
     global_dtype_policy,
@@ -664,16 +663,6 @@ def _train_evaluate_export(
     config = job.model_config(tokenizer.vocab_size, default_warmup_steps(updates))
     with open(os.path.join(job.output_dir, "model_config.json"), "w") as file:
         json.dump(config.to_dict(), file, indent=2)  # for `keras-transformer average`
-    schedule = TransformerSchedule(
-        config.d_model,
-        config.warmup_steps,
-        job.learning_rate_scale,
-        job.gradient_accumulation,
-        cooldown_steps,
-        updates,
-    )  # the optimizer's, for `keras-transformer plot`
-    with open(os.path.join(job.output_dir, "schedule.json"), "w") as file:
-        json.dump(schedule.get_config(), file, indent=2)
     with strategy.scope():  # variables, optimizer slots and metrics mirrored
         model = build_transformer(config)
         model.compile(
@@ -689,6 +678,9 @@ def _train_evaluate_export(
             loss=LabelSmoothedCrossEntropy(config.label_smoothing),
             metrics=[MaskedAccuracy()],
         )
+        schedule = model.optimizer.get_config()["learning_rate"]["config"]
+        with open(os.path.join(job.output_dir, "schedule.json"), "w") as file:
+            json.dump(schedule, file, indent=2)  # for `keras-transformer plot`
         checkpoints = TrainingCheckpoints(
             model,
             os.path.join(job.output_dir, "checkpoints"),
