@@ -187,12 +187,7 @@ def _export_parser(commands):
 def _export(args):
     import keras
 
-    from keras_transformer.data import SubwordTokenizer
-    from keras_transformer.export import (
-        Translator,
-        export_ctranslate2,
-        export_translator,
-    )
+    from keras_transformer.export import export_ctranslate2, export_translator
     from keras_transformer.export.ctranslate2_model import import_ctranslate2
     from keras_transformer.job import saved_job, tokenizer_path
 
@@ -204,11 +199,11 @@ def _export(args):
     folder = os.path.dirname(model_path)
     has_job = os.path.exists(os.path.join(folder, "job.json"))
     job = saved_job(folder) if has_job else TranslationJob()
-    translator = Translator(
+    translator = _translator(
         keras.saving.load_model(model_path, compile=False),
-        SubwordTokenizer.load(args.tokenizer or tokenizer_path(folder)),
-        job.beam_size if args.beam_size is None else args.beam_size,
-        job.alpha if args.alpha is None else args.alpha,
+        args.tokenizer or tokenizer_path(folder),
+        job,
+        args,
     )
     if args.format == "saved_model":
         output = os.path.normpath(args.output or "saved_models/translator")
@@ -219,6 +214,19 @@ def _export(args):
         output = args.output or f"saved_models/translator-ct2{suffix}"
         path = export_ctranslate2(translator, output, args.quantization)
     print(f"Exported the translator to {path}")
+
+
+def _translator(model, tokenizer_file, job, args):
+    """A `Translator` of `model` with `job`'s beam size and alpha, or `args`'."""
+    from keras_transformer.data import SubwordTokenizer
+    from keras_transformer.export import Translator
+
+    return Translator(
+        model,
+        SubwordTokenizer.load(tokenizer_file),
+        job.beam_size if args.beam_size is None else args.beam_size,
+        job.alpha if args.alpha is None else args.alpha,
+    )
 
 
 def _model_path(path):
@@ -269,21 +277,18 @@ def _run_setting_arguments(parser):
 
 
 def _average(args):
-    from keras_transformer.data import SubwordTokenizer
-    from keras_transformer.export import Translator, export_translator
+    from keras_transformer.export import export_translator
     from keras_transformer.job import averaged_model, saved_job, tokenizer_path
 
     model, paths = averaged_model(args.output_dir, args.last)
     model.save(args.model_path)
     print(f"Averaged {len(paths)} checkpoints into {args.model_path}: {paths}")
     if args.export_dir:
-        job = saved_job(args.output_dir)
-        tokenizer = SubwordTokenizer.load(tokenizer_path(args.output_dir))
-        translator = Translator(
+        translator = _translator(
             model,
-            tokenizer,
-            job.beam_size if args.beam_size is None else args.beam_size,
-            job.alpha if args.alpha is None else args.alpha,
+            tokenizer_path(args.output_dir),
+            saved_job(args.output_dir),
+            args,
         )
         path = export_translator(translator, args.export_dir, args.export_name)
         print(f"Exported the translator to {path}")
