@@ -60,9 +60,9 @@ def attention_figure(attention, source_pieces, target_pieces, layer=None, head=N
     Returns:
         A matplotlib `Figure`.
     """
+    maps = select(attention, layer, head)  # checks the indices
     layers = range(attention.shape[0])[layer] if layer is not None else None
     heads = range(attention.shape[1])[head] if head is not None else None
-    maps = select(attention, layer, head)
     rows, columns, length, source_length = maps.shape
     cell_width = 0.6 + 0.22 * max(source_length, 4)
     cell_height = 0.6 + 0.22 * max(length, 4)

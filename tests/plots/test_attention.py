@@ -74,6 +74,14 @@ def test_attention_figure_draws_one_map_per_layer_and_head(layer, head, maps, ti
     assert labels == source
 
 
+def test_attention_figure_refuses_a_layer_or_head_out_of_range():
+    attention, source, target = sentence_attention(signature_outputs())
+    with pytest.raises(ValueError, match="3 layers"):
+        attention_figure(attention, source, target, layer=3)
+    with pytest.raises(ValueError, match="4 heads"):
+        attention_figure(attention, source, target, head=-5)
+
+
 def test_text_alignment_names_the_most_attended_source_piece():
     attention = np.zeros((2, 2, 3, 4), "float32")
     attention[-1, :, [0, 1, 2], [1, 0, 3]] = 1.0  # the last layer's heads agree
