@@ -6,17 +6,10 @@ both languages; `make_dataset` turns pairs into `model.fit` batches.
 """
 
 from keras_transformer.data.corpora import (
+    DING_ALIASES,
     CorpusNotFoundError,
-    dataset_to_lists,
-    load_parallel_files,
-    load_text_corpus,
     load_translation_corpus,
-    pairs_to_dataset,
-    read_pairs,
-    read_parallel_files,
-    read_tsv,
     resolve_language_pair,
-    split_pairs,
 )
 from keras_transformer.data.ding import (
     DING_PATH,
@@ -27,11 +20,22 @@ from keras_transformer.data.ding import (
     parse_variants,
     source_key,
 )
+from keras_transformer.data.parallel_files import (
+    dataset_to_lists,
+    load_parallel_files,
+    load_text_corpus,
+    pairs_to_dataset,
+    read_pairs,
+    read_parallel_files,
+    read_tsv,
+    split_pairs,
+)
 from keras_transformer.data.pipeline import make_dataset, mix_pairs, model_example
 from keras_transformer.data.tfds_ding import DingDeEn
 from keras_transformer.data.tokenizer import SubwordTokenizer, train_tokenizer
 
 __all__ = [
+    "DING_ALIASES",
     "DING_PATH",
     "CorpusNotFoundError",
     "DingDeEn",
