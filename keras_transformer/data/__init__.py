@@ -15,10 +15,12 @@ from keras_transformer.data.ding import (
     DING_PATH,
     assign_split,
     load_ding_pairs,
+    source_key,
+)
+from keras_transformer.data.ding_parser import (
     parse_line,
     parse_phrases,
     parse_variants,
-    source_key,
 )
 from keras_transformer.data.parallel_files import (
     dataset_to_lists,

@@ -2,40 +2,16 @@
 
 The Ding dictionary (Frank Richter, TU Chemnitz, GPL 2 or later) is read at run
 time from the file that `apt-get install trans-de-en` puts at `DING_PATH`; none
-of it is copied into this repository. Each line of the file reads
+of it is copied into this repository. `keras_transformer.data.ding_parser`
+reads its lines into sentence pairs, phrases and variant pairs (the sentence
+rule is in its docstring); this module splits them, and reads and caches the
+file.
 
-    German sub-entry | German sub-entry ... :: English sub-entry | ...
-
-where the i-th German sub-entry translates the i-th English one, `; `
-separates variants inside a sub-entry, `{...}` are grammar tags, `[...]`
-usage notes, `(...)` explanations or optional words, `<...>` alternative
-spellings and `/ABC/` abbreviations. Many sub-entries are example sentences,
-and those are what this module extracts.
-
-The sentence rule (applied to both sides of an aligned sub-entry):
-
-1. The sub-entry carries no `{...}` grammar tag (tags mark headwords).
-2. Only its first `; ` variant is used.
-3. Notes are removed: `{...}`, `[...]`, `(...)` (explanations, or optional
-   words whose removal leaves a grammatical sentence), `<...>` and `/ABC/`;
-   whitespace is collapsed, no space is left before `.,;:!?` and the
-   typographic apostrophe `’` becomes `'`.
-4. What remains starts with an upper-case letter or a digit, ends with `.`,
-   `!` or `?`, has at least `MIN_SENTENCE_WORDS` words, and has no
-   placeholder `…` and no spaced ` / ` (alternatives of several words, which
-   cannot be resolved). Word alternatives without spaces (`each/every`,
-   `er/sie`, in about 8% of the pairs) are kept as written.
-
-Every other aligned sub-entry with at least two words on both sides after the
-same cleaning (and no `…` or ` / `) is a *phrase*: a headword with its
-translation or a usage example. Phrases are extra training data only.
-
-A sentence sub-entry often has more than one variant on a side
-(`Verstanden?; Haben Sie verstanden?`). Rule 2 keeps the first variants as
-the sentence pair; every other pairing of a German and an English variant
-that are both sentences is a *variant* pair: extra training data, kept only
-for sub-entries whose sentence pair is in train and never sharing a
-`source_key` with a validation or test sentence.
+Sentence pairs are split into train, validation and test. Phrases are extra
+training data only. Variant pairs (the other pairings of the `; ` variants of
+a sentence sub-entry) are extra training data too, kept only for sub-entries
+whose sentence pair is in train and never sharing a `source_key` with a
+validation or test sentence.
 
 Splits are assigned by a stable hash of the normalised German source (see
 `source_key`), so one German sentence, with all its English translations,
@@ -49,251 +25,13 @@ distinct German sentences), 80,401 phrases and 2,020 variant pairs.
 import functools
 import hashlib
 import os
-import re
 import unicodedata
 
+from keras_transformer.data.ding_parser import classify_line
 from keras_transformer.data.text_files import read_lines
 
 DING_PATH = "/usr/share/trans/de-en"
 SPLITS = ("train", "validation", "test", "phrases", "variants")
-MIN_SENTENCE_WORDS = 3
-MIN_PHRASE_WORDS = 2
-
-_NOTE = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>")
-_ABBREVIATION = re.compile(r"(?<!\S)/[^/\s]+/(?!\S)")
-_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
-_SENTENCE_END = (".", "!", "?")
-
-
-def clean(text):
-    """Remove the dictionary's notes from `text` and normalise its spacing.
-
-    Args:
-        text: one variant or sub-entry of a Ding line.
-
-    Returns:
-        The text without `{...}`, `[...]`, `(...)`, `<...>` and `/ABC/`, with
-        single spaces, no space before punctuation and `’` replaced by `'`.
-
-    Example:
-
-    >>> clean("Das  Interesse hat sich verlagert (von … zu). [econ.]")
-    'Das Interesse hat sich verlagert.'
-    >>> clean("to pick out <> sth. {picked; picked} [coll.] /POS/")
-    'to pick out sth.'
-    """
-    while any(bracket in text for bracket in "{[(<"):
-        text, count = _NOTE.subn(" ", text)  # innermost first, then outward
-        if not count:
-            break
-    if "/" in text:
-        text = _ABBREVIATION.sub(" ", text)
-    text = " ".join(text.replace("’", "'").split())
-    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)
-
-
-def first_variant(text):
-    """The first of the `; `-separated variants, ignoring `; ` inside brackets.
-
-    Args:
-        text: one sub-entry of a Ding line.
-
-    Returns:
-        The text up to the first `; ` that is outside all brackets.
-
-    Example:
-
-    >>> first_variant("Verstanden?; Haben Sie verstanden?")
-    'Verstanden?'
-    >>> first_variant("to deal {dealt; dealt}; to trade")
-    'to deal {dealt; dealt}'
-    """
-    start = text.find("; ")
-    while start != -1:
-        prefix = text[:start]
-        opened = sum(prefix.count(bracket) for bracket in "{[(")
-        if opened <= sum(prefix.count(bracket) for bracket in "}])"):
-            return prefix
-        start = text.find("; ", start + 2)
-    return text
-
-
-def variants(text):
-    """All `; `-separated variants of a sub-entry, ignoring `; ` in brackets.
-
-    Args:
-        text: one sub-entry of a Ding line.
-
-    Returns:
-        A list of the variants, `first_variant(text)` first.
-
-    Example:
-
-    >>> variants("Verstanden?; Haben Sie verstanden? [formal]")
-    ['Verstanden?', 'Haben Sie verstanden? [formal]']
-    """
-    found = []
-    while True:
-        variant = first_variant(text)
-        found.append(variant)
-        if len(variant) == len(text):
-            return found
-        text = text[len(variant) + 2 :]
-
-
-def _usable(text):
-    """Whether a cleaned variant has no placeholder and no open alternative."""
-    return bool(text) and "…" not in text and "..." not in text and " / " not in text
-
-
-def is_sentence(text):
-    """Whether a cleaned variant has the shape of a sentence (rule 4).
-
-    Args:
-        text: a variant after `clean`.
-
-    Returns:
-        True when it starts with an upper-case letter or a digit, ends with
-        `.`, `!` or `?`, has at least `MIN_SENTENCE_WORDS` words and no `…`
-        or ` / `.
-
-    Example:
-
-    >>> is_sentence("Er hat einfach blau gemacht.")
-    True
-    >>> is_sentence("Gute Besserung!"), is_sentence("to be a notch above sth.")
-    (False, False)
-    """
-    return (
-        _usable(text)
-        and (text[0].isupper() or text[0].isdigit())
-        and text.endswith(_SENTENCE_END)
-        and len(text.split()) >= MIN_SENTENCE_WORDS
-    )
-
-
-def _aligned_parts(line):
-    """The aligned `(german, english)` sub-entries of one line, uncleaned.
-
-    An empty list for comments, malformed lines and lines whose two sides have
-    different numbers of sub-entries.
-    """
-    line = line.strip()
-    if not line or line.startswith("#") or line.count(" :: ") != 1:
-        return []
-    german, english = line.split(" :: ")
-    german_parts, english_parts = german.split("|"), english.split("|")
-    if len(german_parts) != len(english_parts):
-        return []
-    return list(zip(german_parts, english_parts, strict=True))
-
-
-def _is_phrase(text):
-    return _usable(text) and len(text.split()) >= MIN_PHRASE_WORDS
-
-
-def _variant_pairs(de, en):
-    """The other pairings of the sentence variants of a sentence sub-entry."""
-    german = [clean(variant) for variant in variants(de)]
-    english = [clean(variant) for variant in variants(en)]
-    return [
-        (source, target)
-        for source in german
-        for target in english
-        if (source, target) != (german[0], english[0])
-        and is_sentence(source)
-        and is_sentence(target)
-    ]
-
-
-def _classify_line(line):
-    """The sentence, phrase and variant pairs of one line, as three lists.
-
-    Each variant pair comes as `(sentence_pair, variant_pair)`.
-    """
-    sentences, phrases, variant_pairs = [], [], []
-    for de, en in _aligned_parts(line):
-        de, en = de.strip(), en.strip()
-        german = clean(first_variant(de))
-        if not _is_phrase(german):  # sentences are phrase-shaped too
-            continue
-        english = clean(first_variant(en))
-        if not _is_phrase(english):
-            continue
-        tagged = "{" in de or "{" in en
-        if not tagged and is_sentence(german) and is_sentence(english):
-            sentences.append((german, english))
-            variant_pairs.extend(
-                ((german, english), pair) for pair in _variant_pairs(de, en)
-            )
-        else:
-            phrases.append((german, english))
-    return sentences, phrases, variant_pairs
-
-
-def parse_line(line):
-    """The German-English sentence pairs of one dictionary line.
-
-    Args:
-        line: one line of the Ding file.
-
-    Returns:
-        A list of `(german, english)` pairs that follow the sentence rule of
-        the module docstring, in the order of the line.
-
-    Example:
-
-    >>> parse_line(
-    ...     "Fahne {f} [ugs.] | Er hat eine Fahne. | Sie lebt in Greenwich.; "
-    ...     "Sie lebt dort. :: alcohol breath | His breath smells (of booze). "
-    ...     "[coll.] | She lives in Greenwich."
-    ... )
-    [('Er hat eine Fahne.', 'His breath smells.'), ('Sie lebt in Greenwich.', \
-'She lives in Greenwich.')]
-    """
-    return _classify_line(line)[0]
-
-
-def parse_phrases(line):
-    """The multi-word pairs of one line that are not sentence pairs.
-
-    Args:
-        line: one line of the Ding file.
-
-    Returns:
-        A list of cleaned `(german, english)` pairs with at least
-        `MIN_PHRASE_WORDS` words on each side, no `…` and no ` / `, that
-        `parse_line` does not return.
-
-    Example:
-
-    >>> parse_phrases(
-    ...     "Aalbestand {m} | Aalbestände {pl} | Aale fangen {v} :: "
-    ...     "eel stock | eel stocks | to catch eels"
-    ... )
-    [('Aale fangen', 'to catch eels')]
-    """
-    return _classify_line(line)[1]
-
-
-def parse_variants(line):
-    """The other variant pairings of the sentence sub-entries of one line.
-
-    Args:
-        line: one line of the Ding file.
-
-    Returns:
-        A list of cleaned `(german, english)` pairs: for each sentence pair
-        that `parse_line` returns, every pairing of its sub-entry's German
-        and English `; ` variants that are both sentences, but the first
-        with the first.
-
-    Example:
-
-    >>> parse_variants("Ich komme gleich.; Ich bin gleich da. :: I'm coming soon.")
-    [('Ich bin gleich da.', "I'm coming soon.")]
-    """
-    return [pair for _, pair in _classify_line(line)[2]]
 
 
 def source_key(source):
@@ -423,34 +161,66 @@ def split_ding_lines(lines, validation_fraction=0.05, test_fraction=0.05):
     >>> splits["phrases"], splits["variants"]
     ([('gleich kommen', 'to come soon')], [('Ich komme gleich!', 'I am coming now!')])
     """
-    splits = {split: [] for split in SPLITS}
-    seen, sentence_keys, phrase_candidates, variant_candidates = set(), set(), [], []
+    sentences, phrases, variant_pairs = [], [], []
     for line in lines:
-        sentences, phrases, variant_pairs = _classify_line(line)
-        for pair in sentences:
-            if pair not in seen:
-                seen.add(pair)
-                sentence_keys.add(source_key(pair[0]))
-                split = assign_split(pair[0], validation_fraction, test_fraction)
-                splits[split].append(pair)
-        phrase_candidates.extend(phrases)
-        variant_candidates.extend(variant_pairs)
-    for pair in phrase_candidates:
+        line_sentences, line_phrases, line_variant_pairs = classify_line(line)
+        sentences.extend(line_sentences)
+        phrases.extend(line_phrases)
+        variant_pairs.extend(line_variant_pairs)
+    splits = {split: [] for split in SPLITS}
+    seen = set()  # every pair kept so far, in any split
+    _split_sentences(sentences, splits, seen, validation_fraction, test_fraction)
+    sentence_keys = {source_key(german) for german, _ in seen}
+    splits["phrases"] = _new_phrases(phrases, seen, sentence_keys)
+    splits["variants"] = _train_variants(variant_pairs, splits, seen)
+    return splits
+
+
+def _split_sentences(sentences, splits, seen, validation_fraction, test_fraction):
+    """Append each sentence pair not in `seen` to its split, and add it to `seen`."""
+    for pair in sentences:
+        if pair not in seen:
+            seen.add(pair)
+            split = assign_split(pair[0], validation_fraction, test_fraction)
+            splits[split].append(pair)
+
+
+def _new_phrases(phrases, seen, sentence_keys):
+    """The phrases not in `seen` whose source is no sentence's; adds them to `seen`."""
+    kept = []
+    for pair in phrases:
         if pair not in seen and source_key(pair[0]) not in sentence_keys:
             seen.add(pair)
-            splits["phrases"].append(pair)
+            kept.append(pair)
+    return kept
+
+
+def _train_variants(variant_pairs, splits, seen):
+    """The variant pairs that may be trained on; adds them to `seen`.
+
+    Args:
+        variant_pairs: `(sentence_pair, variant_pair)` pairs, see
+            `classify_line`.
+        splits: the sentence pairs per split.
+        seen: the pairs kept so far.
+
+    Returns:
+        The variant pairs whose sentence pair is in train, that are not in
+        `seen` and whose `source_key` is no validation or test sentence's.
+    """
     held_out = {
         source_key(german)
         for split in ("validation", "test")
         for german, _ in splits[split]
     }
     train = set(splits["train"])
-    for sentence_pair, pair in variant_candidates:
+    kept = []
+    for sentence_pair, pair in variant_pairs:
         in_train = sentence_pair in train
         if in_train and pair not in seen and source_key(pair[0]) not in held_out:
             seen.add(pair)
-            splits["variants"].append(pair)
-    return splits
+            kept.append(pair)
+    return kept
 
 
 @functools.lru_cache(maxsize=4)

@@ -23,7 +23,8 @@ by a stable hash of the normalised German sentence, so no validation or test
 source appears in train), and two splits of extra training data: `phrases`,
 multi-word dictionary entries that never share a source with a sentence, and
 `variants`, the other pairings of the `; ` variants of the train sentences. See
-`keras_transformer.data.ding` for the cleaning and the sentence rule.
+`keras_transformer.data.ding_parser` for the cleaning and the sentence
+rule.
 """
 
 
