@@ -12,14 +12,12 @@ Your own files are loaded by `keras_transformer.data.parallel_files`, with the
 same result.
 """
 
-import contextlib
 import re
-import tempfile
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from keras_transformer.data import tfds_ding
+from keras_transformer.data import tfds_ding, tfds_internals
 
 DING_ALIASES = ("ding", "ding_de_en", "ding/de-en")
 DEFAULT_SPLITS = ("train", "validation", "test")
@@ -60,22 +58,6 @@ def _choose_config(name, source, target):
     )
 
 
-@contextlib.contextmanager
-def _temporary_tempdir():
-    """Points `tempfile` at a new folder inside a `with` block, then removes it.
-
-    A TFDS builder of a dataset not prepared in its `data_dir` makes a
-    `tmp...tfds` folder in the temp dir (for its metadata from GCS) and
-    never removes it; made inside the block, it goes with the folder.
-    """
-    with tempfile.TemporaryDirectory() as folder:
-        previous, tempfile.tempdir = tempfile.tempdir, folder
-        try:
-            yield
-        finally:
-            tempfile.tempdir = previous
-
-
 def _make_builder(name, source, target, data_dir):
     """The TFDS builder for `name` (no download), with clear errors."""
     if name.lower() in DING_ALIASES:
@@ -83,9 +65,8 @@ def _make_builder(name, source, target, data_dir):
     try:
         if "/" not in name:
             name = _choose_config(name, source, target)
-        with _temporary_tempdir():
-            return tfds.builder(name, data_dir=data_dir)
-    except tfds.core.registered.DatasetNotFoundError as error:
+        return tfds_internals.builder_leaving_no_temp_folder(name, data_dir)
+    except tfds.core.DatasetNotFoundError as error:
         raise ValueError(
             f"Unknown dataset {name!r}. Pass 'ding' (offline German-English, "
             "needs `apt-get install trans-de-en`) or the name of a TFDS "

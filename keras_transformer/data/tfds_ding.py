@@ -7,13 +7,9 @@ the examples are generated from the installed dictionary at `DING_PATH`
 written under the `data_dir` the caller chooses.
 """
 
-import logging
-
 import tensorflow_datasets as tfds
 
-from keras_transformer.data import ding
-
-_LOGGER = logging.getLogger(__name__)
+from keras_transformer.data import ding, tfds_internals
 
 _DESCRIPTION = """\
 German-English sentence pairs from the example sentences of the Ding
@@ -28,7 +24,7 @@ rule.
 """
 
 
-class DingDeEn(tfds.core.GeneratorBasedBuilder):
+class DingDeEn(tfds_internals.LocalBuildMessages, tfds.core.GeneratorBasedBuilder):
     """German-English sentence pairs from the Ding dictionary (`ding_de_en`).
 
     Splits: `train`, `validation`, `test`, `phrases` and `variants`. Examples are
@@ -65,22 +61,15 @@ class DingDeEn(tfds.core.GeneratorBasedBuilder):
             license="GPL-2.0-or-later",
         )
 
+    @property
+    def local_source(self):
+        """The dictionary file the examples are built from."""
+        return ding.DING_PATH
+
     def _split_generators(self, dl_manager):
         del dl_manager  # nothing to download: the dictionary is a local file
         pairs = ding.load_ding_pairs(ding.DING_PATH)
         return {split: self._generate_examples(pairs[split]) for split in ding.SPLITS}
-
-    # TFDS prints "Downloading and preparing dataset ..." and "... downloaded
-    # and prepared" through these two private hooks; nothing is downloaded
-    # here, so log what happens instead (if TFDS renames the hooks, its own
-    # messages come back, nothing breaks).
-    def _log_download_bytes(self):
-        _LOGGER.info(
-            "Building %s from %s in %s.", self.name, ding.DING_PATH, self.data_dir
-        )
-
-    def _log_download_done(self):
-        _LOGGER.info("Built %s in %s.", self.name, self.data_dir)
 
     def _generate_examples(self, pairs):
         for index, (german, english) in enumerate(pairs):
