@@ -81,7 +81,7 @@ def gather_beams(nest, beam_indices, beam_size):
     offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
     rows = tf.reshape(beam_indices + offsets, [-1, 1])  # (B * K', 1)
     # `gather_nd` rather than `gather`: TensorFlow's CPU `GatherV2` costs
-    # more per call at a few rows (benchmarks/README.md, "Decoding speed").
+    # more per call at a few rows (docs/experiments.md, "Speed history").
     return tf.nest.map_structure(lambda x: tf.gather_nd(x, rows), nest)
 
 
