@@ -151,11 +151,11 @@ def transformer_spec(model, tokenizer):
         _set_layer_norm(spec.encoder.layer_norm, model.encoder_layer_norm)
         _set_layer_norm(spec.decoder.layer_norm, model.decoder_layer_norm)
     for layer, block in zip(spec.encoder.layer, model.encoder_blocks, strict=True):
-        _set_attention(layer.self_attention, block, "self_attention")
+        _set_self_attention(layer.self_attention, block)
         _set_feed_forward(layer.ffn, block)
     for layer, block in zip(spec.decoder.layer, model.decoder_blocks, strict=True):
-        _set_attention(layer.self_attention, block, "self_attention")
-        _set_attention(layer.attention, block, "cross_attention")
+        _set_self_attention(layer.self_attention, block)
+        _set_cross_attention(layer.attention, block)
         _set_feed_forward(layer.ffn, block)
 
     pieces = [
@@ -194,28 +194,34 @@ def _set_layer_norm(spec, layer_norm):
 
 
 def _set_feed_forward(spec, block):
-    _set_layer_norm(spec.layer_norm, block.layer_norms["feed_forward"])
+    _set_layer_norm(spec.layer_norm, block.feed_forward_layer_norm)
     _set_linear(spec.linear_0, _linear(block.feed_forward.inner_dense))
     _set_linear(spec.linear_1, _linear(block.feed_forward.output_dense))
 
 
-def _set_attention(spec, block, name):
-    """Attention sub-layer `name` of `block`, with its layer norm, into `spec`.
+def _set_self_attention(spec, block):
+    """`block`'s self-attention and its layer norm into `spec`.
 
-    CTranslate2 stacks the queries, keys and values of self-attention in one
-    linear, and the keys and values of cross-attention in one linear after
-    the query linear.
+    CTranslate2 stacks the queries, keys and values in one linear.
     """
-    attention = block.attention_layers[name]
+    attention = block.self_attention
     query = _linear(attention.query_dense)  # (h * K, D), (h * K,)
-    keys, values = _split_key_value(attention)
-    if name == "self_attention":
-        _set_linear(spec.linear[0], query, keys, values)
-    else:
-        _set_linear(spec.linear[0], query)
-        _set_linear(spec.linear[1], keys, values)
+    _set_linear(spec.linear[0], query, *_split_key_value(attention))
     _set_linear(spec.linear[-1], _linear(attention.output_dense))
-    _set_layer_norm(spec.layer_norm, block.layer_norms[name])
+    _set_layer_norm(spec.layer_norm, block.self_attention_layer_norm)
+
+
+def _set_cross_attention(spec, block):
+    """`block`'s cross-attention and its layer norm into `spec`.
+
+    CTranslate2 has the queries in one linear, then the keys and values in
+    another.
+    """
+    attention = block.cross_attention
+    _set_linear(spec.linear[0], _linear(attention.query_dense))  # (h * K, D)
+    _set_linear(spec.linear[1], *_split_key_value(attention))
+    _set_linear(spec.linear[-1], _linear(attention.output_dense))
+    _set_layer_norm(spec.layer_norm, block.cross_attention_layer_norm)
 
 
 def _split_key_value(attention):

@@ -9,9 +9,18 @@ from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 class TransformerBlock(keras.layers.Layer):
     """Base of `EncoderBlock` and `DecoderBlock`; not used on its own.
 
-    Subclasses list their attention sub-layers in `ATTENTION_NAMES`; each
-    gets a `MultiHeadAttention`, a layer norm and a dropout, and every block
-    ends with a `FeedForward` wrapped the same way.
+    It holds the arguments the two share and makes their sub-layers. Each
+    attention sub-layer (`self_attention`, and `cross_attention` in the
+    decoder) comes with a layer norm and a dropout (`self_attention_layer_norm`,
+    `self_attention_dropout`, ...), and every block ends with `feed_forward`,
+    `feed_forward_layer_norm` and `feed_forward_dropout`. The subclasses make
+    them in `build()`, once d_model is known, always in the same order:
+    `feed_forward`, then each sub-layer's layer norm and dropout, then the
+    attention layers. That order is the order of `weights`, which the
+    optimizer's slots follow (by index, in `.keras` files and checkpoints
+    alike), so it stays the order of the files saved before.
+
+    Subclasses list their attention sub-layers in `ATTENTION_NAMES`.
     """
 
     ATTENTION_NAMES = ()
@@ -49,101 +58,95 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.supports_masking = True
-        self.feed_forward = FeedForward(
+
+    def _make_feed_forward(self, inputs_shape):
+        """A built `FeedForward` for inputs (B, T, D)."""
+        feed_forward = FeedForward(
             self.d_ff,
             activation=self.activation,
-            dropout=activation_dropout,
+            dropout=self.activation_dropout,
             kernel_initializer=self.kernel_initializer,
             dtype=self.dtype_policy,
             name="feed_forward",
         )
-        self.attention_layers = {}  # built in build(), once d_model is known
-        self.layer_norms = {}
-        self.dropouts = {}
-        for name in (*self.ATTENTION_NAMES, "feed_forward"):
-            self.layer_norms[name] = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon,
-                dtype=self.dtype_policy,
-                name=f"{name}_layer_norm",
-            )
-            self.dropouts[name] = keras.layers.Dropout(
-                dropout, dtype=self.dtype_policy, name=f"{name}_dropout"
-            )
-            self._track_for_checkpoints(self.layer_norms[name])
+        feed_forward.build(inputs_shape)
+        return feed_forward
 
-    def build_sublayers(self, inputs_shape, attention_source_shapes):
-        """Builds every sub-layer for inputs of `inputs_shape` (B, T, D).
+    def _make_layer_norm(self, name, inputs_shape):
+        layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        layer_norm.build(inputs_shape)
+        return layer_norm
 
-        `attention_source_shapes` maps each attention name to the shape of
-        the sequence it attends over.
-        """
-        d_model = inputs_shape[-1]
+    def _make_dropout(self, name):
+        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+
+    def _make_attention(self, name, query_shape, source_shape):
+        """A built `MultiHeadAttention` from (B, T, D) queries over (B, S, D')."""
+        d_model = query_shape[-1]
         if d_model % self.num_heads:
             raise ValueError(
                 f"The model width d_model={d_model} must be divisible by "
                 f"num_heads={self.num_heads}."
             )
-        for name in self.ATTENTION_NAMES:
-            attention = MultiHeadAttention(
-                self.num_heads,
-                d_model // self.num_heads,
-                dropout=self.attention_dropout,
-                kernel_initializer=self.kernel_initializer,
-                dtype=self.dtype_policy,
-                name=name,
-            )
-            attention.build(inputs_shape, attention_source_shapes[name])
-            self.attention_layers[name] = attention
-            self._track_for_checkpoints(attention)
-        self.feed_forward.build(inputs_shape)
-        for layer_norm in self.layer_norms.values():
-            layer_norm.build(inputs_shape)
-        self.built = True
+        attention = MultiHeadAttention(
+            self.num_heads,
+            d_model // self.num_heads,
+            dropout=self.attention_dropout,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        attention.build(query_shape, source_shape)
+        return attention
 
-    def _track_for_checkpoints(self, layer):
-        """Makes `layer`, held in a dict, part of `tf.train.Checkpoint(model)`.
+    # The two views below keep the layout of `.keras` files. Keras saves a
+    # sub-layer's weights under the first attribute path that reaches it,
+    # visiting public attributes in alphabetical order. Until the sub-layers
+    # became plain attributes they lived in these dicts, so files store the
+    # attention layers under `attention_layers/multi_head_attention[_1]` and
+    # the first layer norm under `layer_norms/layer_normalization` (the other
+    # layer norms under their attribute names, which sort first). Visited
+    # before `cross_attention` and `self_attention*`, these views make Keras
+    # read and write that same layout, so files saved before keep loading
+    # (tests/models/test_saved_artifacts.py). TensorFlow checkpoints name
+    # sub-layers by their attribute names, the same before and now.
 
-        Keras tracks layers in dicts for its own saving, but hides them from
-        TensorFlow's object graph, so a `tf.train.Checkpoint` of the model
-        would silently leave their weights out. An attribute named after the
-        layer makes it a checkpoint dependency.
+    @property
+    def attention_layers(self):
+        """The attention sub-layers by name, e.g. `{"self_attention": ...}`."""
+        return {name: getattr(self, name) for name in self.ATTENTION_NAMES}
+
+    @property
+    def layer_norms(self):
+        """The layer norms by sub-layer name, e.g. `{"feed_forward": ...}`."""
+        names = (*self.ATTENTION_NAMES, "feed_forward")
+        return {name: getattr(self, f"{name}_layer_norm") for name in names}
+
+    def _sublayer_inputs(self, inputs, layer_norm):
+        """What a sub-layer sees: LayerNorm(x) with `norm_first`, else x."""
+        return layer_norm(inputs) if self.norm_first else inputs
+
+    def _sublayer_outputs(self, inputs, outputs, layer_norm, dropout, training):
+        """The residual around a sub-layer, as in section 5.4.
+
+        Post-norm, as in the paper: LayerNorm(x + Dropout(Sublayer(x)));
+        with `norm_first`: x + Dropout(Sublayer(LayerNorm(x))).
         """
-        setattr(self, layer.name, layer)
+        outputs = inputs + dropout(outputs, training=training)  # (B, T, D)
+        return outputs if self.norm_first else layer_norm(outputs)
 
-    def residual(self, name, inputs, sublayer, training):
-        """Wraps sub-layer `name` in dropout, a residual and layer norm.
-
-        Post-norm, as in the paper (section 5.4):
-        LayerNorm(x + Dropout(Sublayer(x))); with `norm_first`:
-        x + Dropout(Sublayer(LayerNorm(x))).
-
-        Args:
-            name: which sub-layer's norm and dropout to use.
-            inputs: (B, T, D).
-            sublayer: a callable of the (normed) inputs returning a pair
-                `(outputs, extras)`; `extras` (attention scores, a cache) is
-                passed through untouched.
-            training: whether dropout is active.
-
-        Returns:
-            `(outputs, extras)` with outputs (B, T, D).
-        """
-        layer_norm = self.layer_norms[name]
-        normed = layer_norm(inputs) if self.norm_first else inputs
-        outputs, extras = sublayer(normed)
-        outputs = inputs + self.dropouts[name](outputs, training=training)  # (B, T, D)
-        if not self.norm_first:
-            outputs = layer_norm(outputs)
-        return outputs, extras
-
-    def residual_feed_forward(self, inputs, training):
+    def _feed_forward_sublayer(self, inputs, training):
         """The block's last sub-layer: the feed-forward network, wrapped."""
-
-        def feed_forward(x):
-            return self.feed_forward(x, training=training), None
-
-        outputs, _ = self.residual("feed_forward", inputs, feed_forward, training)
-        return outputs  # (B, T, D)
+        x = self._sublayer_inputs(inputs, self.feed_forward_layer_norm)
+        return self._sublayer_outputs(
+            inputs,
+            self.feed_forward(x, training=training),
+            self.feed_forward_layer_norm,
+            self.feed_forward_dropout,
+            training,
+        )  # (B, T, D)
 
     def get_config(self):
         config = super().get_config()

@@ -66,17 +66,29 @@ class DecoderBlock(TransformerBlock):
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         encoder_sequence_shape = encoder_sequence_shape or decoder_sequence_shape
-        self.build_sublayers(
-            decoder_sequence_shape,
-            {
-                "self_attention": decoder_sequence_shape,
-                "cross_attention": encoder_sequence_shape,
-            },
+        shape = decoder_sequence_shape
+        # In the order of `TransformerBlock`: it is the order of `weights`.
+        self.feed_forward = self._make_feed_forward(shape)
+        self.self_attention_layer_norm = self._make_layer_norm(
+            "self_attention_layer_norm", shape
+        )
+        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self.cross_attention_layer_norm = self._make_layer_norm(
+            "cross_attention_layer_norm", shape
+        )
+        self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
+        self.feed_forward_layer_norm = self._make_layer_norm(
+            "feed_forward_layer_norm", shape
+        )
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+        self.self_attention = self._make_attention("self_attention", shape, shape)
+        self.cross_attention = self._make_attention(
+            "cross_attention", shape, encoder_sequence_shape
         )
 
     def compute_cross_attention_cache(self, encoder_sequence):
         """Encoder keys and values (B, h, S, 2 D / h), computed once."""
-        return self.attention_layers["cross_attention"].compute_cache(encoder_sequence)
+        return self.cross_attention.compute_cache(encoder_sequence)
 
     def call(
         self,
@@ -96,38 +108,48 @@ class DecoderBlock(TransformerBlock):
                 "DecoderBlock needs `encoder_sequence` or `cross_attention_cache`."
             )
 
-        def self_attention(x):
-            outputs = self.attention_layers["self_attention"](
-                x,
-                x,
-                padding_mask=decoder_padding_mask,
-                use_causal_mask=use_causal_mask,
-                cache=self_attention_cache,
-                cache_index=cache_index,
-                training=training,
-            )  # with a cache: (outputs, updated cache)
-            return outputs if self_attention_cache is not None else (outputs, None)
-
-        def cross_attention(x):
-            outputs = self.attention_layers["cross_attention"](
-                x,
-                encoder_sequence,
-                padding_mask=encoder_padding_mask,
-                cache=cross_attention_cache,
-                return_attention_scores=return_attention_scores,
-                training=training,
-            )
-            return outputs if return_attention_scores else (outputs, None)
-
-        outputs, new_cache = self.residual(
-            "self_attention", decoder_sequence, self_attention, training
+        x = self._sublayer_inputs(decoder_sequence, self.self_attention_layer_norm)
+        outputs = self.self_attention(
+            x,
+            x,
+            padding_mask=decoder_padding_mask,
+            use_causal_mask=use_causal_mask,
+            cache=self_attention_cache,
+            cache_index=cache_index,
+            training=training,
         )
-        outputs, scores = self.residual(
-            "cross_attention", outputs, cross_attention, training
+        if self_attention_cache is not None:
+            outputs, self_attention_cache = outputs  # the updated cache
+        outputs = self._sublayer_outputs(
+            decoder_sequence,
+            outputs,
+            self.self_attention_layer_norm,
+            self.self_attention_dropout,
+            training,
+        )  # (B, T, D)
+
+        x = self._sublayer_inputs(outputs, self.cross_attention_layer_norm)
+        attended = self.cross_attention(
+            x,
+            encoder_sequence,
+            padding_mask=encoder_padding_mask,
+            cache=cross_attention_cache,
+            return_attention_scores=return_attention_scores,
+            training=training,
         )
-        outputs = [self.residual_feed_forward(outputs, training)]  # (B, T, D)
+        if return_attention_scores:
+            attended, scores = attended  # scores (B, h, T, S)
+        outputs = self._sublayer_outputs(
+            outputs,
+            attended,
+            self.cross_attention_layer_norm,
+            self.cross_attention_dropout,
+            training,
+        )  # (B, T, D)
+
+        outputs = [self._feed_forward_sublayer(outputs, training)]  # (B, T, D)
         if return_attention_scores:
             outputs.append(scores)
         if self_attention_cache is not None:
-            outputs.append(new_cache)
+            outputs.append(self_attention_cache)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

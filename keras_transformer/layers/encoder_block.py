@@ -50,7 +50,19 @@ class EncoderBlock(TransformerBlock):
     ATTENTION_NAMES = ("self_attention",)
 
     def build(self, inputs_shape):
-        self.build_sublayers(inputs_shape, {"self_attention": inputs_shape})
+        # In the order of `TransformerBlock`: it is the order of `weights`.
+        self.feed_forward = self._make_feed_forward(inputs_shape)
+        self.self_attention_layer_norm = self._make_layer_norm(
+            "self_attention_layer_norm", inputs_shape
+        )
+        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
+        self.feed_forward_layer_norm = self._make_layer_norm(
+            "feed_forward_layer_norm", inputs_shape
+        )
+        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
+        self.self_attention = self._make_attention(
+            "self_attention", inputs_shape, inputs_shape
+        )
 
     def call(
         self,
@@ -62,20 +74,23 @@ class EncoderBlock(TransformerBlock):
         mask=None,
     ):
         padding_mask = mask if padding_mask is None else padding_mask
-
-        def self_attention(x):
-            outputs = self.attention_layers["self_attention"](
-                x,
-                x,
-                padding_mask=padding_mask,
-                attention_mask=attention_mask,
-                return_attention_scores=return_attention_scores,
-                training=training,
-            )
-            return outputs if return_attention_scores else (outputs, None)
-
-        outputs, scores = self.residual(
-            "self_attention", inputs, self_attention, training
+        x = self._sublayer_inputs(inputs, self.self_attention_layer_norm)
+        outputs = self.self_attention(
+            x,
+            x,
+            padding_mask=padding_mask,
+            attention_mask=attention_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
         )
-        outputs = self.residual_feed_forward(outputs, training)
-        return (outputs, scores) if return_attention_scores else outputs  # (B, S, D)
+        if return_attention_scores:
+            outputs, scores = outputs  # scores (B, h, S, S)
+        outputs = self._sublayer_outputs(
+            inputs,
+            outputs,
+            self.self_attention_layer_norm,
+            self.self_attention_dropout,
+            training,
+        )
+        outputs = self._feed_forward_sublayer(outputs, training)  # (B, S, D)
+        return (outputs, scores) if return_attention_scores else outputs

@@ -30,9 +30,9 @@ def test_layer_conventions(tmp_path):
 def test_wiring_matches_section_3_1(norm_first):
     block = EncoderBlock(num_heads=4, d_ff=32, norm_first=norm_first)
     outputs = np.array(block(INPUTS, padding_mask=PADDING))
-    attention = block.attention_layers["self_attention"]
-    norm_1 = block.layer_norms["self_attention"]
-    norm_2 = block.layer_norms["feed_forward"]
+    attention = block.self_attention
+    norm_1 = block.self_attention_layer_norm
+    norm_2 = block.feed_forward_layer_norm
     x = INPUTS
     if norm_first:
         y = x + attention(norm_1(x), norm_1(x), padding_mask=PADDING)

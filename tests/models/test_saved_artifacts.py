@@ -18,6 +18,12 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import TransformerConfig, build_transformer
+from keras_transformer.training import (  # registers the saved optimizer and loss
+    FusedAdam,  # noqa: F401
+    LabelSmoothedCrossEntropy,  # noqa: F401
+    MaskedAccuracy,  # noqa: F401
+    TransformerSchedule,  # noqa: F401
+)
 from keras_transformer.training.checkpoints import (
     TrainingCheckpoints,
     average_checkpoints,
