@@ -59,12 +59,13 @@ MIRRORED_SCRIPT = textwrap.dedent(
 
     sys.path.insert(0, sys.argv[2])
     from tests import test_distribution as t
+    from keras_transformer.training import fix_distributed_fit
 
     workdir = sys.argv[1]
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     assert strategy.num_replicas_in_sync == 2, strategy.num_replicas_in_sync
     with strategy.scope():
-        model = t.build_model(workdir + "/initial.weights.h5")
+        model = fix_distributed_fit(t.build_model(workdir + "/initial.weights.h5"))
     losses = t.fit_and_record_losses(model, t.load_data(workdir + "/data.npz"))
     np.savez(
         workdir + "/mirrored_weights.npz",

@@ -46,6 +46,7 @@ WORKER_SCRIPT = textwrap.dedent(
 
     sys.path.insert(0, sys.argv[2])
     from tests import test_multi_worker as t
+    from keras_transformer.training import fix_distributed_fit
     from keras_transformer.training.distribution import make_strategy
 
     workdir, index = sys.argv[1], sys.argv[3]
@@ -53,6 +54,7 @@ WORKER_SCRIPT = textwrap.dedent(
     assert strategy.num_replicas_in_sync == t.WORKERS
     with strategy.scope():
         model = t.single_device.build_model(workdir + "/initial.weights.h5")
+        fix_distributed_fit(model)
     history = model.fit(t.batches(), steps_per_epoch=t.STEPS, verbose=0)
     assert np.isfinite(history.history["loss"][-1])
     np.savez(

@@ -8,7 +8,6 @@ from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
 from keras_transformer.models.config import TransformerConfig
-from keras_transformer.training.keras_internals import fix_distributed_fit
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -24,8 +23,11 @@ class Transformer(keras.Model):
     Besides `fit`/`predict`, the model exposes what decoding needs:
     `encode` runs the encoder once, `init_cache` computes every layer's
     cross-attention keys/values and allocates the self-attention caches, and
-    `decode_step` decodes new tokens against the cache. `fit` and `evaluate`
-    work under every `tf.distribute` strategy (`fix_distributed_fit`).
+    `decode_step` decodes new tokens against the cache. To `fit` or
+    `evaluate` under a `tf.distribute` strategy, first call
+    `training.fix_distributed_fit(model)` (`from keras_transformer import
+    training`; the training recipe does), a workaround for
+    keras-team/keras#20585. The model itself imports no training code.
 
     Build it with `build_transformer(config)`.
 
@@ -48,7 +50,6 @@ class Transformer(keras.Model):
             outputs=logits,
             **kwargs,
         )
-        fix_distributed_fit(self)  # keras-team/keras#20585
 
     def _create_layers(self):
         config = self.config

@@ -1,19 +1,21 @@
 """The `tf.distribute` strategy a training run uses: one device, GPUs, or hosts.
 
-Build and compile the model in the strategy's scope and call `fit` as usual:
+Build and compile the model in the strategy's scope, fix its `fit` for
+`tf.distribute`, and call `fit` as usual:
 
     strategy = make_strategy("mirrored")
     with strategy.scope():
-        model = build_transformer(config)
+        model = fix_distributed_fit(build_transformer(config))
         model.compile(optimizer=..., loss=LabelSmoothedCrossEntropy(), ...)
     model.fit(batches, ...)
 
 Each batch of the input pipeline is then one global batch that `fit` splits
 across all replicas (see `make_dataset`'s `batch_multiple`), and the loss
 divides by the global batch's token count (`LabelSmoothedCrossEntropy`), so
-the update does not depend on the number of replicas. Under
-"multi_worker", Keras 3.15's `fit` works only for models fixed with
-`fix_distributed_fit` (keras-team/keras#20585), as `Transformer` is.
+the update does not depend on the number of replicas. Keras 3.15's `fit`
+fails under "multi_worker", and under any strategy on a first batch split
+unevenly over the replicas, unless the model is fixed with
+`fix_distributed_fit` (keras-team/keras#20585).
 
 TPUs are not offered by `make_strategy` (nothing here can run them, so it is
 untested). On a Cloud TPU VM the same scope works with

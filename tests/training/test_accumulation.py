@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
+from keras_transformer.training import fix_distributed_fit
 from keras_transformer.training.checkpoints import batches_trained
 
 MICRO_BATCH = 4
@@ -95,7 +96,7 @@ def test_keras_accumulation_still_fails_under_a_strategy():
     and the checks in `transformer_optimizer` and the job can go."""
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     with strategy.scope():
-        model = tiny_model()
+        model = fix_distributed_fit(tiny_model())
         model.compile(
             optimizer=keras.optimizers.Adam(gradient_accumulation_steps=2),
             loss=kt.LabelSmoothedCrossEntropy(0.1),
