@@ -8,6 +8,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.training.keras_internals import batches_applied
+
 log = logging.getLogger(__name__)
 
 
@@ -87,11 +89,11 @@ def batches_trained(optimizer):
 
     Keras's `optimizer.iterations` counts updates; under gradient
     accumulation an update takes several batches, and Keras counts those in
-    the private variable behind `iterations` (the one its learning-rate
-    schedules read). A loss-scale optimizer counts in its inner optimizer.
+    the variable behind `iterations` (the one its learning-rate schedules
+    read; see `keras_internals.batches_applied`). A loss-scale optimizer
+    counts in its inner optimizer.
     """
-    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
-    return int(optimizer._iterations.numpy())
+    return batches_applied(getattr(optimizer, "inner_optimizer", optimizer))
 
 
 class CheckpointCallback(keras.callbacks.Callback):

@@ -12,6 +12,9 @@ Keras:
   update; its test checks that it follows `keras.optimizers.Adam` step for
   step. It is the training speed trick that earned its place
   (benchmarks/README.md, "Plain Keras").
+- `batches_applied` reads an optimizer's private batch counter; its tests
+  check that the counter counts batches, not updates, is what the
+  learning-rate schedule is called with, and is checkpointed.
 """
 
 import keras
@@ -81,6 +84,35 @@ def fix_distributed_fit(model):
     model.train_step = lambda data: per_replica_logs(train_step(data))
     model.test_step = lambda data: per_replica_logs(test_step(data))
     return model
+
+
+def batches_applied(optimizer):
+    """How many batches `optimizer` has been applied to.
+
+    Keras 3.15 counts every `apply` call in the private variable
+    `optimizer._iterations`: every batch, each micro-batch of gradient
+    accumulation included. It is the step the learning-rate schedule is
+    called with, and a checkpoint of the optimizer saves it. The public
+    `optimizer.iterations` divides it by `gradient_accumulation_steps`: it
+    counts updates.
+
+    Args:
+        optimizer: a `keras.optimizers.Optimizer` (for a
+            `LossScaleOptimizer`, its `inner_optimizer` counts).
+
+    Returns:
+        An int.
+
+    Example:
+
+    >>> optimizer = keras.optimizers.SGD(gradient_accumulation_steps=2)
+    >>> weight = keras.Variable([1.0])
+    >>> for _ in range(3):
+    ...     optimizer.apply([np.array([1.0], "float32")], [weight])
+    >>> batches_applied(optimizer), int(optimizer.iterations)
+    (3, 1)
+    """
+    return int(optimizer._iterations.numpy())
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")

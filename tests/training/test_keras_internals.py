@@ -1,6 +1,8 @@
 """Each part of `keras_internals` against stock Keras.
 
-`FusedAdam` must follow `keras.optimizers.Adam`. For `fix_distributed_fit`
+`FusedAdam` must follow `keras.optimizers.Adam`; `batches_applied` must read
+a counter of batches that the schedule sees and checkpoints keep. For
+`fix_distributed_fit`
 (keras-team/keras#20585), each test named `test_stock_keras_*` runs stock
 Keras and expects the bug that a workaround exists for: when one fails,
 Keras has fixed that bug and its part of `keras_internals` can go.
@@ -17,8 +19,10 @@ import textwrap
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_transformer.training import FusedAdam
+from keras_transformer.training.keras_internals import batches_applied
 from keras_transformer.training.schedules import TransformerSchedule
 from tests import test_multi_worker
 from tests.test_distribution import REPO_ROOT
@@ -209,3 +213,39 @@ def test_serializes():
     restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
     assert isinstance(restored, FusedAdam)
     assert restored.get_config() == optimizer.get_config()
+
+
+class StepAsRate(keras.optimizers.schedules.LearningRateSchedule):
+    """A learning rate of 1e-6 x the step the optimizer calls it with."""
+
+    def __call__(self, step):
+        return keras.ops.cast(step, "float32") * 1e-6
+
+
+def applied(optimizer, batches):
+    weight = keras.Variable(np.ones(3, "float32"))
+    for _ in range(batches):
+        optimizer.apply([np.ones(3, "float32")], [weight])
+    return optimizer
+
+
+@pytest.mark.parametrize("accumulation", [None, 3])
+def test_batches_applied_counts_batches_the_schedule_sees(accumulation):
+    optimizer = applied(
+        keras.optimizers.SGD(StepAsRate(), gradient_accumulation_steps=accumulation),
+        batches=7,
+    )
+    assert batches_applied(optimizer) == 7
+    assert int(optimizer.iterations) == 7 // (accumulation or 1)
+    np.testing.assert_allclose(float(optimizer.learning_rate) * 1e6, 7, rtol=1e-5)
+
+
+def test_batches_applied_is_checkpointed(tmp_path):
+    def optimizer():
+        return keras.optimizers.SGD(gradient_accumulation_steps=3)
+
+    path = tf.train.Checkpoint(optimizer=applied(optimizer(), 7)).save(tmp_path / "c")
+    restored = optimizer()
+    restored.build([keras.Variable(np.ones(3, "float32"))])
+    tf.train.Checkpoint(optimizer=restored).restore(path).assert_consumed()
+    assert batches_applied(restored) == 7
