@@ -8,44 +8,29 @@ SavedModel and CTranslate2 exports) are imported on their own, e.g.
 `import keras_transformer.data`.
 """
 
-from keras_transformer.decoding import beam_search, decode, greedy_decode
-from keras_transformer.layers import (
-    DecoderBlock,
-    EncoderBlock,
-    FeedForward,
-    MultiHeadAttention,
-    PositionalEmbedding,
-    causal_mask,
-    padding_mask_from_ids,
-    sinusoidal_encoding,
-)
-from keras_transformer.models import Transformer, TransformerConfig, build_transformer
-from keras_transformer.training import (
-    LabelSmoothedCrossEntropy,
-    MaskedAccuracy,
-    TransformerSchedule,
-    transformer_optimizer,
-)
+from keras_transformer.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DecoderBlock",
-    "EncoderBlock",
-    "FeedForward",
-    "LabelSmoothedCrossEntropy",
-    "MaskedAccuracy",
-    "MultiHeadAttention",
-    "PositionalEmbedding",
-    "Transformer",
-    "TransformerConfig",
-    "TransformerSchedule",
-    "beam_search",
-    "build_transformer",
-    "causal_mask",
-    "decode",
-    "greedy_decode",
-    "padding_mask_from_ids",
-    "sinusoidal_encoding",
-    "transformer_optimizer",
-]
+_EXPORTS = {
+    "beam_search": "keras_transformer.decoding",
+    "decode": "keras_transformer.decoding",
+    "greedy_decode": "keras_transformer.decoding",
+    "DecoderBlock": "keras_transformer.layers",
+    "EncoderBlock": "keras_transformer.layers",
+    "FeedForward": "keras_transformer.layers",
+    "MultiHeadAttention": "keras_transformer.layers",
+    "PositionalEmbedding": "keras_transformer.layers",
+    "causal_mask": "keras_transformer.layers",
+    "padding_mask_from_ids": "keras_transformer.layers",
+    "sinusoidal_encoding": "keras_transformer.layers",
+    "Transformer": "keras_transformer.models",
+    "TransformerConfig": "keras_transformer.models",
+    "build_transformer": "keras_transformer.models",
+    "LabelSmoothedCrossEntropy": "keras_transformer.training",
+    "MaskedAccuracy": "keras_transformer.training",
+    "TransformerSchedule": "keras_transformer.training",
+    "transformer_optimizer": "keras_transformer.training",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -11,6 +11,7 @@ from keras_transformer.export.ctranslate2_model import (
     is_ctranslate2_export,
 )
 from keras_transformer.export.saved_model import VOCABULARY_FILE
+from keras_transformer.recipe.config import decoding_settings
 
 
 class CTranslate2Translator:
@@ -75,8 +76,8 @@ class CTranslate2Translator:
         Raises:
             ValueError: `beam_size` < 1 or `alpha` < 0.
         """
-        beam_size = self.beam_size if beam_size is None else beam_size
-        alpha = self.alpha if alpha is None else alpha
+        saved = {"beam_size": self.beam_size, "alpha": self.alpha}
+        beam_size, alpha = decoding_settings(beam_size, alpha, saved)
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
         if alpha < 0:

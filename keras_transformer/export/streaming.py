@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
+from keras_transformer.recipe.config import decoding_settings
 
 
 def load_export(path):
@@ -77,8 +78,8 @@ def _saved_model_function(export, signature, beam_size, alpha):
             "This export does not record its beam size and alpha; give both "
             "--beam-size and --alpha."
         )
-    beam_size = int(defaults["beam_size"].numpy()) if beam_size is None else beam_size
-    alpha = float(defaults["alpha"].numpy()) if alpha is None else alpha
+    saved = {name: value.numpy() for name, value in (defaults or {}).items()}
+    beam_size, alpha = decoding_settings(beam_size, alpha, saved or None)
     run = export.signatures["beam"]
     return lambda texts: run(
         text=texts, beam_size=tf.constant(beam_size), alpha=tf.constant(alpha)
@@ -98,6 +99,68 @@ def _ctranslate2_function(path, signature, beam_size, alpha):
     return functools.partial(translator.translate, beam_size=beam_size, alpha=alpha)
 
 
+def signature_texts(signature):
+    """A function of a list of str -> their translations, of a `Translator`
+    signature (or any function of a string tensor (B,) to
+    `{"translation": ...}`)."""
+    return lambda texts: [
+        text.decode("utf-8")
+        for text in signature(tf.constant(texts, tf.string))["translation"].numpy()
+    ]
+
+
+def translate_batches(translate, texts, batch_size=32, total=None, description=None):
+    """Translates `texts` `batch_size` at a time; yields each batch's translations.
+
+    The one batching loop of the package: the job's test and validation
+    decoding, `evaluate` and `translate` go through it. Texts are read from
+    the iterable as they are needed, so memory stays bounded. With stderr a
+    terminal, a progress bar counts the texts there (out of `total` when
+    known).
+
+    Args:
+        translate: a function of a list of str to a list of str, e.g.
+            `translation_function(path)` or `signature_texts(signature)`.
+        texts: an iterable of str.
+        batch_size: texts per call of `translate`.
+        total: the number of texts, for the progress bar.
+        description: the progress bar's label.
+
+    Example:
+
+    >>> list(translate_batches(lambda batch: [t.upper() for t in batch], "abc", 2))
+    [['A', 'B'], ['C']]
+    """
+    import tqdm
+
+    if batch_size < 1:  # a batch of 0 texts would end the stream at once
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+    texts = iter(texts)
+    with tqdm.tqdm(
+        total=total, desc=description, unit="sentence", disable=not sys.stderr.isatty()
+    ) as progress:
+        while batch := list(itertools.islice(texts, batch_size)):
+            yield translate(batch)
+            progress.update(len(batch))
+
+
+def decoded_lines(lines):
+    """The lines (bytes) as str without their line ends; a line that is not
+    valid UTF-8 has its bad bytes replaced by U+FFFD, with a warning on
+    stderr naming the line."""
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip(b"\r\n")
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError:
+            print(
+                f"warning: line {number} is not valid UTF-8; its bad bytes were "
+                "replaced by U+FFFD",
+                file=sys.stderr,
+            )
+            yield line.decode("utf-8", errors="replace")
+
+
 def translate_lines(
     path,
     lines,
@@ -110,11 +173,8 @@ def translate_lines(
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
-    Lines are read `batch_size` at a time, so memory stays bounded, and each
-    batch's translations are written and flushed before the next is read.
-    A line that is not valid UTF-8 is translated with its bad bytes
-    replaced by U+FFFD, with a warning on stderr naming the line. With
-    `total` lines known and stderr a terminal, a progress bar runs there.
+    Each batch's translations are written and flushed before the next batch
+    is read (`translate_batches`; `decoded_lines` for the text rules).
 
     Args:
         path: the export: a SavedModel's version folder or a CTranslate2
@@ -126,32 +186,9 @@ def translate_lines(
         beam_size, alpha, signature: see `translation_function`.
         total: the number of lines, for the progress bar.
     """
-    import tqdm
-
-    if batch_size < 1:  # a batch of 0 lines would end the stream at once
+    if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     translate = translation_function(path, signature, beam_size, alpha)
-    lines = iter(lines)
-    progress = tqdm.tqdm(
-        total=total, unit="line", disable=total is None or not sys.stderr.isatty()
-    )
-    number = 0
-    while batch := list(itertools.islice(lines, batch_size)):
-        texts = []
-        for line in batch:
-            number += 1
-            line = line.rstrip(b"\r\n")
-            try:
-                texts.append(line.decode("utf-8"))
-            except UnicodeDecodeError:
-                print(
-                    f"warning: line {number} is not valid UTF-8; its bad bytes "
-                    "were replaced by U+FFFD",
-                    file=sys.stderr,
-                )
-                texts.append(line.decode("utf-8", errors="replace"))
-        for translation in translate(texts):
-            output.write(translation + "\n")
+    for batch in translate_batches(translate, decoded_lines(lines), batch_size, total):
+        output.write("".join(translation + "\n" for translation in batch))
         output.flush()
-        progress.update(len(batch))
-    progress.close()

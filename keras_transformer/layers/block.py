@@ -13,12 +13,14 @@ class TransformerBlock(keras.layers.Layer):
     attention sub-layer (`self_attention`, and `cross_attention` in the
     decoder) comes with a layer norm and a dropout (`self_attention_layer_norm`,
     `self_attention_dropout`, ...), and every block ends with `feed_forward`,
-    `feed_forward_layer_norm` and `feed_forward_dropout`. The subclasses make
-    them in `build()`, once d_model is known, always in the same order:
-    `feed_forward`, then each sub-layer's layer norm and dropout, then the
-    attention layers. That order is the order of `weights`, which the
-    optimizer's slots follow (by index, in `.keras` files and checkpoints
-    alike), so it stays the order of the files saved before.
+    `feed_forward_layer_norm` and `feed_forward_dropout`. The feed-forward
+    network, layer norms and dropouts are made in `__init__` (the subclasses
+    make theirs there, after `feed_forward`), the attention layers in
+    `build()`, once d_model is known. That order is the order of `weights`,
+    which the optimizer's slots follow (by index, in `.keras` files and
+    checkpoints alike); with the order `build()` initializes weights in
+    (attention first), it also keeps the random draws of a seeded run, so
+    runs and files made before give the same numbers.
 
     Subclasses list their attention sub-layers in `ATTENTION_NAMES`.
     """
@@ -58,10 +60,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.supports_masking = True
-
-    def _make_feed_forward(self, inputs_shape):
-        """A built `FeedForward` for inputs (B, T, D)."""
-        feed_forward = FeedForward(
+        self.feed_forward = FeedForward(
             self.d_ff,
             activation=self.activation,
             dropout=self.activation_dropout,
@@ -69,15 +68,11 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="feed_forward",
         )
-        feed_forward.build(inputs_shape)
-        return feed_forward
 
-    def _make_layer_norm(self, name, inputs_shape):
-        layer_norm = keras.layers.LayerNormalization(
+    def _make_layer_norm(self, name):
+        return keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
         )
-        layer_norm.build(inputs_shape)
-        return layer_norm
 
     def _make_dropout(self, name):
         return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
@@ -100,6 +95,12 @@ class TransformerBlock(keras.layers.Layer):
         )
         attention.build(query_shape, source_shape)
         return attention
+
+    def _build_after_attention(self, inputs_shape):
+        """Builds `feed_forward` and the layer norms for inputs (B, T, D)."""
+        self.feed_forward.build(inputs_shape)
+        for layer_norm in self.layer_norms.values():
+            layer_norm.build(inputs_shape)
 
     # The two views below keep the layout of `.keras` files. Keras saves a
     # sub-layer's weights under the first attribute path that reaches it,

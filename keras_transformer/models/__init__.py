@@ -1,6 +1,11 @@
 """The encoder-decoder model and its configuration."""
 
-from keras_transformer.models.config import TransformerConfig
-from keras_transformer.models.transformer import Transformer, build_transformer
+from keras_transformer.lazy import lazy_attributes
 
-__all__ = ["Transformer", "TransformerConfig", "build_transformer"]
+_EXPORTS = {
+    "TransformerConfig": "keras_transformer.models.config",
+    "Transformer": "keras_transformer.models.transformer",
+    "build_transformer": "keras_transformer.models.transformer",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -2,14 +2,20 @@
 
 import dataclasses
 
+PRESETS = ("tiny", "small", "base", "big")
+# Training settings that version 1 of the package kept here; a config saved
+# then (in a .keras file or a run's model_config.json) still loads.
+_TRAINING_FIELDS = ("label_smoothing", "warmup_steps")
+
 
 @dataclasses.dataclass(frozen=True)
 class TransformerConfig:
     """Hyper-parameters of an encoder-decoder Transformer.
 
-    The presets `base` and `big` are the paper's models (Table 3); `small`
-    and `tiny` train on a CPU. Any field can be overridden in a preset:
-    `TransformerConfig.base(37000, dropout=0.2)`.
+    The architecture only; how it trains (label smoothing, the schedule) is
+    the training recipe's. The presets (`PRESETS`) `base` and `big` are the
+    paper's models (Table 3); `small` and `tiny` train on a CPU. Any field
+    can be overridden in a preset: `TransformerConfig.base(37000, dropout=0.2)`.
 
     Args:
         vocab_size: size of the (shared) vocabulary; id 0 is padding.
@@ -24,7 +30,6 @@ class TransformerConfig:
             activations.
         max_length: longest sequence the data pipeline and decoders produce.
             The position encoding itself works for any length.
-        label_smoothing: epsilon_ls of the training loss.
         norm_first: pre-norm blocks (and a final layer norm) instead of the
             paper's post-norm.
         shared_embeddings: one embedding matrix for source, target and the
@@ -32,7 +37,6 @@ class TransformerConfig:
             weights.
         activation: feed-forward activation.
         layer_norm_epsilon: epsilon of every layer norm.
-        warmup_steps: warm-up of the learning-rate schedule (section 5.3).
 
     Example:
 
@@ -51,12 +55,10 @@ class TransformerConfig:
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
     max_length: int = 256
-    label_smoothing: float = 0.1
     norm_first: bool = False
     shared_embeddings: bool = True
     activation: str = "relu"
     layer_norm_epsilon: float = 1e-6
-    warmup_steps: int = 4000
 
     def __post_init__(self):
         positive = (
@@ -67,7 +69,6 @@ class TransformerConfig:
             "num_encoder_layers",
             "num_decoder_layers",
             "max_length",
-            "warmup_steps",
         )
         for name in positive:
             value = getattr(self, name)
@@ -82,7 +83,6 @@ class TransformerConfig:
             "dropout",
             "attention_dropout",
             "activation_dropout",
-            "label_smoothing",
         ):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
@@ -154,6 +154,15 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, values):
+        """The config of `to_dict`'s values; the training settings that
+        version 1 saved here are left out.
+
+        Example:
+
+        >>> TransformerConfig.from_dict({"vocab_size": 9, "warmup_steps": 4000}).d_model
+        512
+        """
+        values = {k: v for k, v in values.items() if k not in _TRAINING_FIELDS}
         _check_field_names(values)
         return cls(**values)
 

@@ -1,21 +1,15 @@
 """Pictures of a run: position encodings, learning-rate schedule, curves."""
 
 import csv
-import json
-import os
 
 import numpy as np
 
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
 from keras_transformer.plots.figures import new_figure, save_figure
+from keras_transformer.recipe.run_directory import PLOTS, RunDirectory
 from keras_transformer.training.schedules import TransformerSchedule
 
-KINDS = ("pe", "schedule", "curves")
-FILE_NAMES = {
-    "pe": "positional_encoding",
-    "schedule": "learning_rate",
-    "curves": "training_curves",
-}
+KINDS = tuple(PLOTS)
 
 
 def positional_encoding_figure(d_model, length=100):
@@ -134,25 +128,13 @@ def read_history(path):
 
 def run_figure(run_dir, kind):
     """The figure of one `kind` ("pe", "schedule" or "curves") for a run."""
-
-    def read(name):
-        path = os.path.join(run_dir, name)
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"{path} is missing: {run_dir} is not a `keras-transformer train`"
-                " run, or one made before this file was written."
-            )
-        return path
-
+    run = RunDirectory(run_dir)
     if kind == "pe":
-        with open(read("model_config.json")) as file:
-            d_model = json.load(file)["d_model"]
-        return positional_encoding_figure(d_model)
+        return positional_encoding_figure(run.read_model_config().d_model)
     if kind == "schedule":
-        with open(read("schedule.json")) as file:
-            return schedule_figure(TransformerSchedule(**json.load(file)))
+        return schedule_figure(TransformerSchedule(**run.read_schedule()))
     if kind == "curves":
-        return curves_figure(read_history(read("history.csv")))
+        return curves_figure(read_history(run.require(run.history)))
     raise ValueError(f"Unknown kind {kind!r}; choose from {', '.join(KINDS)}.")
 
 
@@ -162,11 +144,8 @@ def plot_run(run_dir, output_dir=None, kinds=KINDS, image_format="png"):
     Returns:
         The paths written, e.g. `runs/ding-de-en/plots/learning_rate.png`.
     """
-    output_dir = output_dir or os.path.join(run_dir, "plots")
+    run = RunDirectory(run_dir)
     return [
-        save_figure(
-            run_figure(run_dir, kind),
-            os.path.join(output_dir, f"{FILE_NAMES[kind]}.{image_format}"),
-        )
+        save_figure(run_figure(run_dir, kind), run.plot(kind, image_format, output_dir))
         for kind in kinds
     ]

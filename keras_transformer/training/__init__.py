@@ -1,44 +1,25 @@
 """The paper's training recipe (schedule, optimizer, loss, metric) and how it runs."""
 
-from keras_transformer.training.distribution import (
-    STRATEGIES,
-    check_strategy,
-    configure_logical_cpus,
-    is_chief,
-    make_strategy,
-    read_tf_config,
-    worker_directory,
-)
-from keras_transformer.training.keras_internals import FusedAdam, fix_distributed_fit
-from keras_transformer.training.losses import LabelSmoothedCrossEntropy
-from keras_transformer.training.metrics import MaskedAccuracy
-from keras_transformer.training.precision import (
-    PRECISIONS,
-    check_precision,
-    global_dtype_policy,
-    resolve_precision,
-)
-from keras_transformer.training.schedules import (
-    TransformerSchedule,
-    transformer_optimizer,
-)
+from keras_transformer.lazy import lazy_attributes
 
-__all__ = [
-    "PRECISIONS",
-    "STRATEGIES",
-    "FusedAdam",
-    "LabelSmoothedCrossEntropy",
-    "MaskedAccuracy",
-    "TransformerSchedule",
-    "check_precision",
-    "check_strategy",
-    "configure_logical_cpus",
-    "fix_distributed_fit",
-    "global_dtype_policy",
-    "is_chief",
-    "make_strategy",
-    "read_tf_config",
-    "resolve_precision",
-    "transformer_optimizer",
-    "worker_directory",
-]
+_EXPORTS = {
+    "STRATEGIES": "keras_transformer.training.distribution",
+    "check_strategy": "keras_transformer.training.distribution",
+    "configure_logical_cpus": "keras_transformer.training.distribution",
+    "is_chief": "keras_transformer.training.distribution",
+    "make_strategy": "keras_transformer.training.distribution",
+    "read_tf_config": "keras_transformer.training.distribution",
+    "worker_directory": "keras_transformer.training.distribution",
+    "FusedAdam": "keras_transformer.training.keras_internals",
+    "fix_distributed_fit": "keras_transformer.training.keras_internals",
+    "LabelSmoothedCrossEntropy": "keras_transformer.training.losses",
+    "MaskedAccuracy": "keras_transformer.training.metrics",
+    "PRECISIONS": "keras_transformer.training.precision",
+    "check_precision": "keras_transformer.training.precision",
+    "global_dtype_policy": "keras_transformer.training.precision",
+    "resolve_precision": "keras_transformer.training.precision",
+    "TransformerSchedule": "keras_transformer.training.schedules",
+    "transformer_optimizer": "keras_transformer.training.schedules",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

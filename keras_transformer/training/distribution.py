@@ -34,8 +34,6 @@ limit and `drop_remainder`, which `make_dataset` does not do.
 import json
 import os
 
-import tensorflow as tf
-
 STRATEGIES = ("default", "mirrored", "multi_worker")
 
 TF_CONFIG_EXAMPLE = (
@@ -77,6 +75,8 @@ def make_strategy(name="default", logical_cpus=0):
     >>> strategy.num_replicas_in_sync
     1
     """
+    import tensorflow as tf
+
     check_strategy(name, logical_cpus)
     if name == "mirrored":
         devices = configure_logical_cpus(logical_cpus) if logical_cpus else None
@@ -120,6 +120,8 @@ def configure_logical_cpus(count):
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}.")
+    import tensorflow as tf
+
     (cpu,) = tf.config.list_physical_devices("CPU")
     try:
         tf.config.set_logical_device_configuration(
@@ -189,6 +191,7 @@ def is_chief(strategy):
 
     Example:
 
+    >>> import tensorflow as tf
     >>> is_chief(tf.distribute.get_strategy())
     True
     """
@@ -212,6 +215,7 @@ def worker_directory(strategy, directory):
 
     Example:
 
+    >>> import tensorflow as tf
     >>> worker_directory(tf.distribute.get_strategy(), "runs/ding")
     'runs/ding'
     """

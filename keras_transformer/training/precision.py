@@ -12,9 +12,6 @@ On GPUs "auto" keeps float32: nothing here could measure them.
 
 import contextlib
 
-import keras
-import tensorflow as tf
-
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 BFLOAT16_MATMUL_FLAGS = ("avx512_bf16", "amx_bf16")
 
@@ -42,6 +39,8 @@ def resolve_precision(precision, cpu_flags=None, has_gpu=None):
     if precision != "auto":
         return precision
     if has_gpu is None:
+        import tensorflow as tf
+
         has_gpu = bool(tf.config.list_physical_devices("GPU"))
     if cpu_flags is None:
         cpu_flags = linux_cpu_flags()
@@ -57,6 +56,8 @@ def global_dtype_policy(name):
     Layers built inside take `name` as their policy (and keep it); the
     caller's policy is back after the block, also on an exception.
     """
+    import keras
+
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(name)
     try:

@@ -2,6 +2,8 @@
 
 import io
 import os
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -100,3 +102,40 @@ def test_a_wrong_export_path_is_one_line_and_exit_status_1(
 def test_a_batch_size_below_1_is_refused(tmp_path):
     with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         translate_lines(str(tmp_path), [b"Hallo"], io.StringIO(), batch_size=0)
+
+
+@pytest.mark.slow
+def test_the_translate_command_prints_nothing_on_stderr(exported, held_out, tmp_path):
+    """TensorFlow's C++ start-up lines are held back (`start_tensorflow`)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    command = [sys.executable, "-m", "keras_transformer.cli", "translate", exported]
+    result = subprocess.run(
+        [*command, held_out[0][0]], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0 and result.stdout.strip()
+    assert result.stderr == ""
+    debug = subprocess.run(
+        [sys.executable, "-m", "keras_transformer.cli", "--debug", *command[3:]]
+        + [held_out[0][0]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert debug.stdout == result.stdout and "oneDNN" in debug.stderr
+
+
+def test_translate_batches_shows_progress_on_a_terminal(monkeypatch, capsys):
+    from keras_transformer.export.streaming import signature_texts, translate_batches
+
+    def shout(texts):
+        return {"translation": tf.strings.upper(texts)}
+
+    texts = ["a", "b", "c"]
+    batches = translate_batches(signature_texts(shout), texts, 2, 3, "Decoding")
+    assert list(batches) == [["A", "B"], ["C"]]
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    list(translate_batches(signature_texts(shout), texts, 2, 3, "Decoding"))
+    shown = capsys.readouterr().err
+    assert "Decoding" in shown and "3/3" in shown

@@ -1,0 +1,128 @@
+"""`run(config)`: corpus -> tokenizer -> fit -> BLEU -> export, a step a line.
+
+Everything a run writes goes to its `RunDirectory` (`config.output.output_dir`)
+and the exported SavedModel to `export_dir/export_name/<version>/`.
+"""
+
+import time
+
+import keras
+
+from keras_transformer.export import export_translator
+from keras_transformer.recipe import trainer
+from keras_transformer.recipe.data import count, load_run_data, load_splits
+from keras_transformer.recipe.evaluation import score_test_split
+from keras_transformer.recipe.plan import make_plan
+from keras_transformer.recipe.resume import (
+    changed_training_settings,
+    settle_previous_run,
+    worker_folders,
+)
+from keras_transformer.training import (
+    global_dtype_policy,
+    make_strategy,
+    resolve_precision,
+)
+from keras_transformer.training.checkpoints import average_checkpoints
+
+
+def run(config, log=print):
+    """Trains, scores and exports; returns the results also in results.json.
+
+    Under the "multi_worker" strategy every host runs the same `config`: the
+    chief writes the run folder and the export, the other workers write
+    their copies below `<folder>/workers/`, and all resume from the chief's
+    checkpoints. A run folder of the same data and model resumes; a
+    finished one returns its saved results.
+    """
+    started = time.time()
+    strategy = make_strategy(config.runtime.strategy, config.runtime.logical_cpus)
+    folders = worker_folders(config, strategy)
+    splits = load_splits(config.data, config.training.seed, log)  # bad data: here
+    finished = settle_previous_run(folders.run, config, log)
+    if finished is not None:
+        return finished
+    changed = changed_training_settings(folders.run, config)
+    folders.run.write_config(config)
+    keras.utils.set_random_seed(config.training.seed)
+    precision = resolve_precision(config.runtime.precision)
+    with global_dtype_policy(precision):
+        data = load_run_data(config, folders.run, splits, log)
+        plan = plan_run(config, data, strategy.num_replicas_in_sync, precision)
+        trained = trainer.train(plan, config, data, folders, strategy, changed, log)
+        average_and_save(trained, config, folders.run, log)
+        scores, translations = score_test_split(trained.translator, data, config, log)
+        export_path = export(trained.translator, config, folders.export_dir, log)
+        log_samples(data.test, translations, config.evaluation.samples, log)
+    test_sentences = scores.pop("sentences")
+    results = {
+        **scores,
+        "test_sentences": test_sentences,
+        "steps": trained.checkpoints.step,
+        "epochs": plan.epochs,
+        "updates": plan.updates,
+        "fit_seconds": round(trained.fit_seconds, 1),
+        "fit_cpu_seconds": round(trained.fit_cpu_seconds, 1),
+        "precision": precision,
+        "history": trained.history,  # this run's epochs (not those before a resume)
+        "total_seconds": round(time.time() - started, 1),
+        "export_path": export_path,
+        "job": config.to_dict(),
+        "model_config": plan.model.to_dict(),
+    }
+    folders.run.write_results(results)
+    return results
+
+
+def plan_run(config, data, replicas, precision):
+    """The `TrainingPlan` of `config` on `data`."""
+    sizes = {
+        "train": count(data.splits["train"]),
+        "validation": len(data.validation[0]),
+        "test": len(data.test[0]),
+    }
+    return make_plan(
+        config,
+        sizes,
+        data.tokenizer.vocab_size,
+        data.batches_per_pass(config, replicas),
+        replicas,
+        precision,
+    )
+
+
+def average_and_save(trained, config, run_dir, log):
+    """Averages the last checkpoints if asked, then saves the run's model."""
+    saved = trained.checkpoints.manager.checkpoints
+    last = config.evaluation.average_last
+    if last > 1 and len(saved) > 1:
+        averaged = saved[-last:]
+        average_checkpoints(trained.model, averaged)
+        log(f"Averaged the last {len(averaged)} checkpoints.")
+    trained.model.save(run_dir.model)
+
+
+def export(translator, config, export_dir, log):
+    """Exports the translator as a SavedModel; its path (None without one)."""
+    if not export_dir:
+        return None
+    path = export_translator(
+        translator,
+        export_dir,
+        config.output.export_name,
+        dtype_policy=resolve_precision(config.output.export_precision),
+    )
+    log(f"Exported the translator to {path}")
+    return path
+
+
+def log_samples(test, translations, samples, log):
+    """Logs the first `samples` test sources, references and translations."""
+    sources, references = test
+    for source, reference, translation in list(
+        zip(sources, references, translations, strict=True)
+    )[:samples]:
+        log(
+            f"  source:      {source}\n  reference:   {reference}\n"
+            f"  translation: {translation}"
+        )

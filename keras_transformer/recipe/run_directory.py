@@ -1,0 +1,170 @@
+"""A training run's folder: the one owner of its file names and layout.
+
+runs/ding-de-en/
+  job.json            the RunConfig (its to_dict, with "version")
+  model_config.json   the TransformerConfig
+  tokenizer.model     the SentencePiece vocabulary
+  schedule.json       the learning-rate schedule's config
+  checkpoints/        model and optimizer state, numbered by step
+  history.csv         one row per epoch (Keras's CSVLogger)
+  logs/               TensorBoard; logs/attention/ the attention images
+  model.keras         the final (or averaged) model, once trained
+  results.json        the scores and facts of the finished run
+  plots/              `keras-transformer plot`'s pictures
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+# The pictures `keras-transformer plot` draws of a run: kind -> file stem.
+PLOTS = {
+    "pe": "positional_encoding",
+    "schedule": "learning_rate",
+    "curves": "training_curves",
+}
+
+
+class RunDirectory:
+    """The files of the run in `path`; nothing here imports TensorFlow.
+
+    Example:
+
+    >>> run = RunDirectory("runs/ding-de-en")
+    >>> run.tokenizer
+    'runs/ding-de-en/tokenizer.model'
+    >>> run.exists()
+    False
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+
+    def __repr__(self):
+        return f"RunDirectory({self.path!r})"
+
+    def _file(self, name):
+        return os.path.join(self.path, name)
+
+    config = property(lambda self: self._file("job.json"))
+    model_config = property(lambda self: self._file("model_config.json"))
+    tokenizer = property(lambda self: self._file("tokenizer.model"))
+    schedule = property(lambda self: self._file("schedule.json"))
+    checkpoints = property(lambda self: self._file("checkpoints"))
+    history = property(lambda self: self._file("history.csv"))
+    logs = property(lambda self: self._file("logs"))
+    attention_logs = property(lambda self: os.path.join(self.logs, "attention"))
+    model = property(lambda self: self._file("model.keras"))
+    results = property(lambda self: self._file("results.json"))
+    plots = property(lambda self: self._file("plots"))
+
+    def plot(self, kind, image_format="png", folder=None):
+        """The file of the picture of `kind` (see `PLOTS`), in `folder`
+        (default: the run's plots/)."""
+        return os.path.join(folder or self.plots, f"{PLOTS[kind]}.{image_format}")
+
+    def exists(self):
+        """Whether a run was started here (its job.json is written)."""
+        return os.path.exists(self.config)
+
+    def require(self, path):
+        """`path` if it exists, else FileNotFoundError saying this is no run."""
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} does not exist: {self.path!r} is not the output_dir of a "
+                "`keras-transformer train` run (or one older than this file)."
+            )
+        return path
+
+    def check_writable(self):
+        check_writable(self.path)
+
+    def clear(self):
+        """Deletes the run here and leaves the folder empty."""
+        shutil.rmtree(self.path)
+        os.makedirs(self.path)
+
+    def read_config(self):
+        """The `RunConfig` the run saved (a version-1 job.json upgraded)."""
+        from keras_transformer.recipe.config_files import load_config
+
+        return load_config(self.require(self.config))
+
+    def write_config(self, config):
+        self._write_json(self.config, config.to_dict())
+
+    def read_model_config(self):
+        from keras_transformer.models.config import TransformerConfig
+
+        return TransformerConfig.from_dict(self._read_json(self.model_config))
+
+    def write_model_config(self, model_config):
+        self._write_json(self.model_config, model_config.to_dict())
+
+    def read_schedule(self):
+        return self._read_json(self.schedule)
+
+    def write_schedule(self, schedule_config):
+        self._write_json(self.schedule, schedule_config)
+
+    def read_results(self):
+        return self._read_json(self.results)
+
+    def write_results(self, results):
+        self._write_json(self.results, results)
+
+    def checkpoint_paths(self):
+        """The checkpoints on disk, oldest first; FileNotFoundError if none."""
+        import tensorflow as tf
+
+        state = tf.train.get_checkpoint_state(self.checkpoints)
+        paths = list(state.all_model_checkpoint_paths) if state else []
+        if not paths:
+            raise FileNotFoundError(f"No checkpoints in {self.checkpoints}.")
+        return paths
+
+    def model_file(self):
+        """The finished run's .keras model, or an error saying how to get one."""
+        if not os.path.exists(self.model):
+            raise FileNotFoundError(
+                f"{self.model} does not exist: the run has not finished; average its"
+                " checkpoints into a model first (keras-transformer average "
+                f"{self.path} MODEL.keras)."
+            )
+        return self.model
+
+    def _read_json(self, path):
+        with open(self.require(path), encoding="utf-8") as file:
+            return json.load(file)
+
+    @staticmethod
+    def _write_json(path, values):
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(values, file, indent=2)
+
+
+def model_and_run(path):
+    """(.keras model path, the `RunDirectory` beside it) of `path`: a run
+    folder, or a .keras file (whose folder may or may not be a run)."""
+    if os.path.isdir(path):
+        run = RunDirectory(path)
+        return run.model_file(), run
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No model at {path}.")
+    return path, RunDirectory(os.path.dirname(path) or ".")
+
+
+def check_writable(folder):
+    """Creates `folder` if needed and checks that a file can be written there.
+
+    Raises:
+        OSError: naming the folder, e.g. a `PermissionError`.
+    """
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as error:
+        raise type(error)(
+            f"Cannot write to {folder}: {error.strerror or error}."
+        ) from error

@@ -1,0 +1,108 @@
+"""A run's data: splits of files, both directions, batches a pass."""
+
+import pytest
+
+from keras_transformer.cli import main
+from keras_transformer.data import SubwordTokenizer, train_tokenizer
+from keras_transformer.recipe.config import RunConfig
+from keras_transformer.recipe.data import RunData, load_splits
+
+
+def write_pairs(path, count, start=0):
+    """A TSV file of `count` made-up pairs."""
+    rows = (
+        f"Satz {n} ist hier.\tSentence {n} is here.\n"
+        for n in range(start, start + count)
+    )
+    path.write_text("".join(rows))
+    return str(path)
+
+
+def files_config(**data):
+    return RunConfig.from_dict({"data": data})
+
+
+def test_bidirectional_trains_on_every_pair_both_ways(tmp_path):
+    tsv = write_pairs(tmp_path / "pairs.tsv", 200)
+    one_way = load_splits(files_config(train_files=[tsv]).data)
+    splits = load_splits(files_config(train_files=[tsv], bidirectional=True).data)
+    pairs = list(one_way["train"].as_numpy_iterator())
+    both_ways = list(splits["train"].as_numpy_iterator())
+    assert both_ways[0::2] == pairs and pairs  # each pair, then its reverse
+    assert both_ways[1::2] == [(target, source) for source, target in pairs]
+    held_out = list(one_way["test"].as_numpy_iterator())
+    assert list(splits["test"].as_numpy_iterator()) == held_out
+
+
+def test_files_give_splits_or_have_them_held_out_and_said(tmp_path):
+    train = write_pairs(tmp_path / "train.tsv", 400)
+    valid = write_pairs(tmp_path / "valid.tsv", 7, start=1000)
+    logged = []
+    config = files_config(train_files=[train], valid_files=[valid])
+    splits = load_splits(config.data, log=logged.append)
+    sizes = {name: int(split.cardinality()) for name, split in splits.items()}
+    assert sizes["validation"] == 7 and sizes["train"] + sizes["test"] == 400
+    assert 0 < sizes["test"] < 40  # 5% expected
+    assert logged == [
+        f"Held out test from {train}: 5.0% of the sources each, by a hash of the "
+        "source sentence (give --valid-files / --test-files for your own)."
+    ]
+    logged.clear()
+    given = files_config(train_files=[train], valid_files=[valid], test_files=[valid])
+    assert int(load_splits(given.data, log=logged.append)["train"].cardinality()) == 400
+    assert logged == []
+
+
+def test_batches_a_pass_count_the_sampled_segmentation(tmp_path):
+    """The plan's batches a pass are those of training's segmentation: with
+    subword sampling, pieces are shorter and batches more."""
+    words = "Zusammengesetzte Wortbildungen sind hier und dort".split()
+    texts = [" ".join(words[: n % 6 + 1] * (n % 4 + 1)) for n in range(300)]
+    tokenizer = train_tokenizer(texts * 2, 400)
+    tokenizer.save(str(tmp_path / "t.model"))
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{text}\t{text}\n" for text in texts))
+
+    def batches_a_pass(sampling_alpha):
+        training = {"tokens_per_batch": 256, "sampling_alpha": sampling_alpha}
+        config = RunConfig.from_dict(
+            {
+                "data": {"train_files": [str(tsv)], "test_files": [str(tsv)]},
+                "model": {"max_length": 64},
+                "training": training,
+            }
+        )
+        tokenizer = SubwordTokenizer.load(str(tmp_path / "t.model"))
+        data = RunData(load_splits(config.data), ([], []), ([], []), tokenizer)
+        return data.batches_per_pass(config, 1)
+
+    assert batches_a_pass(0.01) > batches_a_pass(None)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--train-files", "missing.tsv"], "The TSV file 'missing.tsv' does not exist"),
+        (["--train-files", "a.de", "a.en", "a.fr"], "train_files takes SOURCE TARGET"),
+        (["--corpus", "ding", "--train-files", "a.tsv"], "but corpus is 'ding'"),
+        (["--valid-files", "v.tsv"], "corpus 'files' needs train_files"),
+        (
+            ["--train-files", "short.tsv"],
+            "split held out from 3 training pairs is empty",
+        ),
+        (["--train-files", "uneven.de", "uneven.en"], "has 2 lines but"),
+    ],
+)
+def test_bad_data_is_one_line_before_the_run_folder_is_used(
+    tmp_path, monkeypatch, capsys, argv, message
+):
+    monkeypatch.chdir(tmp_path)
+    write_pairs(tmp_path / "short.tsv", 3)
+    (tmp_path / "uneven.de").write_text("eins\nzwei\n")
+    (tmp_path / "uneven.en").write_text("one\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *argv, "--output-dir", "run", "--export-dir="])
+    assert exit_info.value.code == 1
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not (tmp_path / "run" / "job.json").exists()

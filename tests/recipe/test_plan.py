@@ -1,0 +1,70 @@
+"""The training plan: its length for a corpus size, and its summary."""
+
+import keras
+
+from keras_transformer.recipe.config import RunConfig, TrainingSection
+from keras_transformer.recipe.plan import make_plan, training_length
+from keras_transformer.recipe.run_directory import RunDirectory
+from keras_transformer.recipe.trainer import compiled_model
+from keras_transformer.training import global_dtype_policy
+
+
+def test_training_length_follows_the_corpus_size():
+    training = TrainingSection()
+    lengths = [training_length(training, batches) for batches in (39, 75, 150, 600)]
+    assert lengths == [(58, 39), (30, 75), (15, 150), (8, 600)]
+    updates = [epochs * steps for epochs, steps in lengths]
+    assert abs(updates[0] - 2250) < 39 / 2  # the passes that come closest
+    assert updates[1] == updates[2] == 2250 < updates[3]
+    assert training_length(TrainingSection(steps_per_epoch=50), 600) == (96, 50)
+
+
+def plan_of(config, batches_per_pass=150, precision="float32"):
+    sizes = {"train": 1000, "validation": 10, "test": 20}
+    return make_plan(config, sizes, 100, batches_per_pass, 1, precision)
+
+
+def test_the_plan_is_computed_once_and_summarised_from_it():
+    plan = plan_of(RunConfig())
+    assert (plan.epochs, plan.steps_per_epoch, plan.updates) == (15, 150, 2250)
+    assert (plan.warmup_steps, plan.cooldown_steps) == (400, 750)
+    assert plan_of(RunConfig(), batches_per_pass=57).warmup_steps == 400
+    short = plan_of(RunConfig.from_dict({"training": {"epochs": 1}}))
+    assert short.warmup_steps == 30  # a fifth of the run's 150 updates
+    given = RunConfig.from_dict({"training": {"warmup_steps": 100}})
+    assert plan_of(given).warmup_steps == 100
+    accumulated = plan_of(
+        RunConfig.from_dict({"training": {"gradient_accumulation": 3}})
+    )
+    assert accumulated.updates == 750 and accumulated.total_steps == 2250
+    summary = plan.summary(parameters=1234, resumed_step=7)
+    assert summary.splitlines()[0] == (
+        "Data: 1,000 training pairs, 10 validation, 20 test; vocabulary: 100 pieces;"
+        " 150 batches of up to 2,048 tokens a pass"
+    )
+    assert "Model: 1,234 parameters, TransformerConfig(vocab_size=100" in summary
+    assert summary.splitlines()[-1] == (
+        "Training: 15 epochs of 150 steps (passes over the data, the default for "
+        "150 batches), 2,250 updates, warm-up 400, cool-down over the last 750; "
+        "1 replica(s), float32, resuming at step 7"
+    )
+
+
+def test_a_mixed_float16_run_writes_its_schedule(tmp_path):
+    """`compile` wraps the optimizer in a LossScaleOptimizer under
+    mixed_float16, whose config has no learning rate."""
+    config = RunConfig.from_dict({"model": {"preset": "tiny", "d_model": 32}})
+    plan = plan_of(config, precision="mixed_float16")
+    run_dir = RunDirectory(tmp_path)
+    with global_dtype_policy("mixed_float16"):
+        model = compiled_model(plan, config, run_dir, _default_strategy())
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    schedule = run_dir.read_schedule()
+    assert (schedule["warmup_steps"], schedule["total_steps"]) == (400, 2250)
+    assert run_dir.read_model_config() == plan.model
+
+
+def _default_strategy():
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy()
