@@ -274,3 +274,16 @@ def test_help_imports_no_tensorflow():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_example_config_is_the_default_recipe():
+    example = os.path.join(
+        os.path.dirname(__file__), "..", "..", "examples", "run.yaml"
+    )
+    config = load_config(example)
+    assert config.model.transformer_config(100) == RunConfig().model.transformer_config(
+        100
+    )
+    assert config.replace(model={"dropout": 0.2}) == RunConfig().replace(
+        model={"dropout": 0.2}
+    )
