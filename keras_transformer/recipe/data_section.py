@@ -1,0 +1,157 @@
+"""The run config's data section: what to train on, and the vocabulary."""
+
+import dataclasses
+import os
+import re
+
+from keras_transformer.recipe.settings import check_at_least, setting
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSection:
+    """What to train on and the shared vocabulary."""
+
+    corpus: str | None = setting(
+        None,
+        '"ding" (offline de-en, the default without files), a TFDS dataset such as '
+        '"wmt14_translate/de-en", or "files" (implied by --train-files)',
+    )
+    source_language: str | None = setting(
+        None, "Ding: de; a TFDS dataset: its own; files: for names only"
+    )
+    target_language: str | None = setting(
+        None, "Ding: en; files: optional (zh picks sacreBLEU's tok:zh)"
+    )
+    train_files: tuple = setting(
+        (),
+        "your training pairs: SOURCE TARGET (a sentence per line) or one TSV",
+        metavar="FILE",
+    )
+    valid_files: tuple = setting(
+        (),
+        "validation pairs, the same way (default: 5%% of the training sources "
+        "held out by a hash, at most about 2,000 pairs)",
+        metavar="FILE",
+    )
+    test_files: tuple = setting(
+        (),
+        "test pairs, the same way (default: held out as for validation)",
+        metavar="FILE",
+    )
+    extra_train_split: str = setting(
+        "", 'TFDS split added to training only ("" for none)'
+    )
+    extra_train_fraction: float | None = setting(
+        None,
+        "share of training examples drawn from --extra-train-split "
+        "(default: all of it, once per pass)",
+    )
+    data_dir: str | None = setting(None, "TFDS data folder")
+    vocab_size: int = setting(8000, "pieces of the shared SentencePiece vocabulary")
+    bidirectional: bool = setting(
+        False, "also train target-to-source on the training pairs"
+    )
+
+    def __post_init__(self):
+        for name in ("train_files", "valid_files", "test_files"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        _check_files(self)
+        check_at_least("vocab_size", self.vocab_size, 1)
+        if self.extra_train_fraction is not None:
+            from keras_transformer.data.pipeline import check_fraction
+
+            if not self.extra_train_split:
+                raise ValueError("extra_train_fraction needs an extra_train_split.")
+            check_fraction("extra_train_fraction", self.extra_train_fraction)
+        from keras_transformer.evaluation.bleu import check_bleu_language
+
+        check_bleu_language(self.target_language)
+
+    @property
+    def is_files(self):
+        return self.corpus == "files"
+
+    def resolved(self):
+        """This section with `corpus` settled and Ding's languages filled in.
+
+        Example:
+
+        >>> DataSection(target_language="de").resolved().source_language
+        'en'
+        """
+        given = any((self.train_files, self.valid_files, self.test_files))
+        corpus = self.corpus or ("files" if given else "ding")
+        source, target = self.source_language, self.target_language
+        from keras_transformer.data import DING_ALIASES
+
+        if corpus.lower() in DING_ALIASES:  # German-English by default
+            other = {"de": "en", "en": "de"}
+            source = source or other.get(target, "de")
+            target = target or other.get(source, "en")
+        return dataclasses.replace(
+            self, corpus=corpus, source_language=source, target_language=target
+        )
+
+    def name(self):
+        """The data's name: the corpus's, or the first training file's folder
+        and stem; with the languages when they are known.
+
+        Example:
+
+        >>> DataSection(train_files=("data/train.fr",)).resolved().name()
+        'data-train'
+        >>> DataSection(corpus="ted_hrlr_translate/pt_to_en").name()
+        'ted_hrlr_translate-pt_to_en'
+        """
+        if self.is_files:
+            path = os.path.abspath(self.train_files[0])
+            folder = os.path.basename(os.path.dirname(path))
+            stem = os.path.splitext(os.path.basename(path))[0]
+            name = f"{folder}-{stem}" if folder else stem
+        else:
+            name = self.corpus.replace("/", "-")
+        codes = (self.source_language, self.target_language)
+        languages = "-".join(code for code in codes if code)
+        if languages and not name.endswith(languages):
+            name = f"{name}-{languages}"
+        return re.sub(r"[^\w.-]+", "_", name)
+
+
+def _check_files(data):
+    """The files options: at most two files each, and only with "files"."""
+    files = {
+        "train_files": data.train_files,
+        "valid_files": data.valid_files,
+        "test_files": data.test_files,
+    }
+    given = [name for name, paths in files.items() if paths]
+    if data.corpus not in (None, "files"):
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} read your own files, but corpus is "
+                f"{data.corpus!r}: leave corpus out (--corpus) or pass 'files'."
+            )
+        return
+    if not given:
+        if data.corpus == "files":
+            raise ValueError(
+                "corpus 'files' needs train_files (--train-files SOURCE TARGET, or "
+                "one TSV file)."
+            )
+        return
+    if not data.train_files:
+        raise ValueError(
+            "corpus 'files' needs train_files (--train-files SOURCE TARGET, or one "
+            "TSV file)."
+        )
+    for name, paths in files.items():
+        if len(paths) > 2:
+            raise ValueError(
+                f"{name} takes SOURCE TARGET or one TSV file, got {len(paths)} "
+                f"files: {' '.join(paths)}."
+            )
+    if data.extra_train_split:
+        raise ValueError(
+            "extra_train_split is a split of a TFDS corpus; with your files, add "
+            "its pairs to the training files instead."
+        )

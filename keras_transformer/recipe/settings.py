@@ -1,0 +1,186 @@
+"""The run config's sections of training, runtime, evaluation and output
+settings, and what every section's fields share: `setting`, the checks."""
+
+import dataclasses
+
+from keras_transformer.training.distribution import STRATEGIES, check_strategy
+from keras_transformer.training.precision import PRECISIONS, check_precision
+
+ALL = "all"  # the value of `bleu_sample` and `test_sample` that scores everything
+
+
+def setting(default, help=None, **metadata):
+    """A config field with its flag's help (and `metavar` or `choices`)."""
+    factory = (
+        {"default_factory": default} if callable(default) else {"default": default}
+    )
+    return dataclasses.field(**factory, metadata={"help": help, **metadata})
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSection:
+    """Batches, the optimizer and its schedule, the length, checkpoints."""
+
+    tokens_per_batch: int = setting(2048, "the token budget of a batch")
+    gradient_accumulation: int = setting(
+        1,
+        "batches per update (effective batch: K x tokens-per-batch)",
+        metavar="K",
+    )
+    sampling_alpha: float | None = setting(
+        None, "train on sampled subword segmentations (subword regularisation)"
+    )
+    label_smoothing: float = setting(0.1, "epsilon_ls of the loss")
+    warmup_steps: int | None = setting(
+        None, "default: 400, or a fifth of the updates if fewer"
+    )
+    learning_rate_scale: float = setting(1.0, "factor on the warm-up schedule")
+    weight_decay: float = setting(
+        1.0, "decoupled weight decay (AdamW) of kernels and embeddings"
+    )
+    cooldown_fraction: float = setting(
+        1 / 3,
+        "the learning rate falls linearly to 0 over the last share F of the "
+        "updates (0: the paper's schedule)",
+        metavar="F",
+    )
+    epochs: int | None = setting(
+        None,
+        "default: passes over the data by corpus size: 2,250 updates up to Ding's"
+        " 150 batches (15 passes), 15 x sqrt(150 / B) passes over B > 150; dropout"
+        " is at least 0.2 unless --model sets it",
+    )
+    steps_per_epoch: int | None = setting(
+        None, "default: one pass over the training data"
+    )
+    checkpoint_every: int = setting(125, "steps between checkpoints", metavar="STEPS")
+    seed: int = setting(0, "seed of initialisation and data order")
+
+    def __post_init__(self):
+        for name in ("tokens_per_batch", "gradient_accumulation", "checkpoint_every"):
+            check_at_least(name, getattr(self, name), 1)
+        for name in ("epochs", "warmup_steps", "steps_per_epoch"):
+            if getattr(self, name) is not None:
+                check_at_least(name, getattr(self, name), 1)
+        from keras_transformer.data.tokenizer import check_sampling_alpha
+
+        check_sampling_alpha(self.sampling_alpha)
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(
+                f"label_smoothing must be in [0, 1), got {self.label_smoothing}."
+            )
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")
+        if not 0.0 <= self.cooldown_fraction <= 1.0:
+            raise ValueError(
+                f"cooldown_fraction must be in [0, 1], got {self.cooldown_fraction}."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeSection:
+    """What the run computes in, and on which devices."""
+
+    precision: str = setting(
+        "auto",
+        "auto: mixed_bfloat16 on a CPU with bfloat16 matmul instructions "
+        "(AVX512_BF16, AMX) and no GPU, float32 elsewhere",
+        choices=PRECISIONS,
+    )
+    strategy: str = setting(
+        "default",
+        "default: one device; mirrored: all local GPUs; multi_worker: the hosts "
+        "in TF_CONFIG (run the same command on each)",
+        choices=STRATEGIES,
+    )
+    logical_cpus: int = setting(
+        0, "with --strategy mirrored: N replicas on logical CPU devices", metavar="N"
+    )
+
+    def __post_init__(self):
+        check_precision(self.precision)
+        check_strategy(self.strategy, self.logical_cpus)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationSection:
+    """Checkpoint averaging and decoding, for the scores and the export.
+
+    `beam_size` and `alpha` are the recipe's decoding defaults: `export`,
+    `average`, `evaluate` and `translate` fall back to them through
+    `decoding_settings` when neither the command nor a run or export says.
+    """
+
+    average_last: int = setting(
+        1,
+        "average the last N checkpoints at the end (1: the final weights)",
+        metavar="N",
+    )
+    beam_size: int = setting(4, "beams for the test score and the export")
+    alpha: float = setting(1.0, "length-penalty exponent of beam search")
+    bleu_sample: int | str = setting(
+        100,
+        "validation sentences scored (greedy) after each epoch: N, 0 for none, or all",
+        metavar="N|all",
+    )
+    test_sample: int | str = setting(
+        ALL, "test sentences scored: the first N, or all", metavar="N|all"
+    )
+    samples: int = setting(5, "test translations printed at the end")
+
+    def __post_init__(self):
+        check_at_least("average_last", self.average_last, 1)
+        check_at_least("beam_size", self.beam_size, 1)
+        check_at_least("samples", self.samples, 0)
+        check_sample("bleu_sample", self.bleu_sample, 0)
+        check_sample("test_sample", self.test_sample, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSection:
+    """Where the run folder and the export go."""
+
+    output_dir: str | None = setting(
+        None, "default: runs/ and the data's name, e.g. runs/ding-de-en"
+    )
+    overwrite: bool = setting(
+        False,
+        "start over in --output-dir, deleting the run there (by default a run "
+        "resumes; one of other data is refused)",
+    )
+    export_dir: str = setting("saved_models", "no export when empty")
+    export_name: str = setting("translator", "the SavedModel's name (TF Serving's)")
+    export_precision: str = setting(
+        "float32",
+        "what the export computes in (default: float32, whatever the run trained in)",
+        choices=PRECISIONS,
+    )
+
+    def __post_init__(self):
+        check_precision(self.export_precision)
+
+
+def check_at_least(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
+
+
+def check_sample(name, value, minimum):
+    if value != ALL and (
+        isinstance(value, bool) or not isinstance(value, int) or value < minimum
+    ):
+        raise ValueError(
+            f"{name} must be {ALL!r} or an int >= {minimum}, got {value!r}."
+        )
+
+
+def sample_size(value):
+    """The number of sentences a `bleu_sample`/`test_sample` value takes
+    (None for all), for `Dataset.take` or slicing.
+
+    Example:
+
+    >>> sample_size("all"), sample_size(16)
+    (None, 16)
+    """
+    return None if value == ALL else value
