@@ -78,14 +78,15 @@ def start_tensorflow(quiet=True):
     TensorFlow writes its C++ start-up lines (oneDNN, CUDA drivers, CPU
     features, cuInit) to the standard error before its logging starts, so
     `TF_CPP_MIN_LOG_LEVEL` alone does not hold them back: they are sent to
-    /dev/null while it starts, and its later C++ logs are limited to errors.
-    A `TF_CPP_MIN_LOG_LEVEL` the user set keeps everything as it is.
+    /dev/null while it starts, and its later C++ logs are held back too
+    (unless `TF_CPP_MIN_LOG_LEVEL` says otherwise). `TF_CPP_MIN_LOG_LEVEL=0`
+    shows everything, as `--debug` does.
     """
-    if not quiet or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    if not quiet or os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0":
         import tensorflow  # noqa: F401
 
         return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _standard_error_to_null():
         import tensorflow as tf
 
