@@ -4,7 +4,7 @@ Debian packages install their translated messages as `.mo` files under
 /usr/share/locale/<language>/LC_MESSAGES/: English source strings and their
 translations, written by people. This writes the English-<language> pairs
 of every installed catalogue as train / valid / test files, for trying the
-job on a language pair other than Ding's German-English, offline:
+recipe on a language pair other than Ding's German-English, offline:
 
     python benchmarks/gettext_corpus.py data/gettext-en-fr --language fr
     python benchmarks/translation_quality.py \\

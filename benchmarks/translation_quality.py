@@ -1,4 +1,4 @@
-"""Translation quality side by side: our default job vs the keras.io recipe.
+"""Translation quality side by side: our default run vs the keras.io recipe.
 
 Both train on the same Ding German-English training sentences and are scored
 on the same test split with sacreBLEU (13a, mixed case) and chrF. Prints one
@@ -19,11 +19,15 @@ re-runs the decoder on the whole prefix each step.
 
 Your own corpus instead of Ding, as `keras-transformer train` takes it
 (SOURCE TARGET files or one TSV each; the keras.io recipe trains on the
-training files and is scored on the test files, and our job also reads the
+training files and is scored on the test files, and our run also reads the
 validation files):
 
     python benchmarks/translation_quality.py --train-files train.fr train.en \
         --valid-files valid.fr valid.en --test-files test.fr test.en
+
+Our system's settings with `--ours`, a JSON object of `keras-transformer
+train` settings, flat (`{"epochs": 5, "model": {"dropout": 0.3}}`, the
+names of a version-1 job.json) or by section (`{"training": {"epochs": 5}}`).
 """
 
 import argparse
@@ -39,7 +43,9 @@ import tensorflow as tf
 
 from keras_transformer.data import load_ding_pairs, read_pairs
 from keras_transformer.evaluation import corpus_scores
-from keras_transformer.job import TranslationJob, run_translation_job
+from keras_transformer.recipe.config import SECTIONS, RunConfig
+from keras_transformer.recipe.config_files import upgrade_flat_config
+from keras_transformer.recipe.run import run
 
 RESERVED = ["[PAD]", "[UNK]", "[START]", "[END]"]
 SEQUENCE_LENGTH, BATCH_SIZE, EMBED_DIM, INTERMEDIATE_DIM, NUM_HEADS = (
@@ -172,10 +178,39 @@ def _text(tensor):
     return (text.decode("utf-8") if isinstance(text, bytes) else str(text)).strip()
 
 
+def our_config(output_dir, overrides):
+    """Our run's `RunConfig`: the defaults, then `overrides`, in `output_dir`,
+    with no export and no samples printed.
+
+    `overrides` are flat (`{"seed": 1, "epochs": 5, "model": {...}}`, each
+    name put in its section by `upgrade_flat_config`) or sections
+    (`{"training": {"epochs": 5}}`), or both; a section given wins.
+
+    Example:
+
+    >>> config = our_config("run", {"seed": 1, "evaluation": {"beam_size": 2}})
+    >>> config.training.seed, config.evaluation.beam_size, config.output.export_dir
+    (1, 2, '')
+    """
+    flat = {
+        name: value
+        for name, value in overrides.items()
+        if name == "model" or name not in SECTIONS
+    }
+    values = upgrade_flat_config(flat)
+    for section, fields in overrides.items():
+        if section in SECTIONS and section != "model":
+            values.setdefault(section, {}).update(fields)
+    return RunConfig.from_dict(values).replace(
+        output={"output_dir": output_dir, "export_dir": ""},
+        evaluation={"samples": 0},
+    )
+
+
 def ours(output_dir, **overrides):
-    """Our main job with its defaults (plus `overrides`); returns its results."""
-    job = TranslationJob(output_dir=output_dir, export_dir="", samples=0, **overrides)
-    results = run_translation_job(job)
+    """Our main run with its defaults (plus `overrides`, see `our_config`);
+    returns its results."""
+    results = run(our_config(output_dir, overrides))
     keep = (
         "bleu",
         "chrf",
@@ -200,7 +235,8 @@ def main():
         type=json.loads,
         default={},
         metavar="JSON",
-        help="TranslationJob overrides for our system",
+        help='our system\'s settings: flat, e.g. {"epochs": 5}, or by section, '
+        'e.g. {"training": {"epochs": 5}}',
     )
     for split in ("train", "valid", "test"):
         parser.add_argument(

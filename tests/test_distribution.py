@@ -38,7 +38,6 @@ CONFIG = dict(
     num_encoder_layers=1,
     num_decoder_layers=1,
     dropout=0.0,
-    label_smoothing=LABEL_SMOOTHING,
 )
 
 # Runs in a fresh interpreter: two logical CPUs first, then the same model,

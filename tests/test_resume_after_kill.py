@@ -8,7 +8,6 @@ no checkpointed step is trained twice or skipped), finish the epoch, and
 leave a model that loads and translates.
 """
 
-import json
 import os
 import re
 import signal
@@ -20,11 +19,17 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
 
+from keras_transformer.recipe.run_directory import RunDirectory
+
 STEPS = 200
 CHECKPOINT_EVERY = 20
 ACCUMULATION = 2  # also checks that steps count batches, not updates
 START_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 600
+
+
+def run_directory(tmp_path):
+    return RunDirectory(tmp_path / "run")
 
 
 def train_command(tmp_path):
@@ -47,7 +52,7 @@ def train_command(tmp_path):
         "--bleu-sample=4",
         "--test-sample=4",
         "--samples=0",
-        f"--output-dir={tmp_path / 'run'}",
+        f"--output-dir={run_directory(tmp_path).path}",
         f"--export-dir={tmp_path / 'saved_models'}",
     ]
 
@@ -74,7 +79,7 @@ def start_and_wait_for_a_checkpoint(tmp_path, stderr=subprocess.DEVNULL):
         text=True,
         env=ENV,
     )
-    checkpoints = tmp_path / "run" / "checkpoints"
+    checkpoints = run_directory(tmp_path).checkpoints
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
         while not completed_checkpoints(checkpoints):
@@ -99,7 +104,7 @@ def rerun(tmp_path):
 
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path):
-    checkpoints = tmp_path / "run" / "checkpoints"
+    checkpoints = run_directory(tmp_path).checkpoints
     first = start_and_wait_for_a_checkpoint(tmp_path)
     try:
         first.send_signal(signal.SIGKILL)
@@ -117,7 +122,7 @@ def test_sigkill_mid_epoch_then_rerun_resumes_from_the_last_checkpoint(tmp_path)
     assert resumed, second.stdout[-3000:]
     assert int(resumed.group(1)) == max(saved)
     assert completed_checkpoints(checkpoints)[-1] == STEPS
-    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    results = run_directory(tmp_path).read_results()
     assert results["steps"] == STEPS  # the counter continued, no batch repeated
 
     export = tmp_path / "saved_models" / "translator" / "1"
@@ -138,7 +143,7 @@ def test_sigint_saves_the_current_step_and_says_how_to_resume(tmp_path):
     stopped = re.search(r"Stopped by SIGINT at step (\d+)", errors)
     assert stopped and "Rerun the same command to resume" in errors, errors[-3000:]
     step = int(stopped.group(1))
-    checkpoints = tmp_path / "run" / "checkpoints"
+    checkpoints = run_directory(tmp_path).checkpoints
     assert completed_checkpoints(checkpoints)[-1] == step < STEPS
     assert "Traceback" not in errors
 

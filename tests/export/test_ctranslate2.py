@@ -30,6 +30,7 @@ from keras_transformer.export import (
 )
 from keras_transformer.export.ctranslate2_model import import_ctranslate2
 from keras_transformer.export.streaming import translate_lines
+from keras_transformer.recipe.run_directory import RunDirectory
 from tests.export.conftest import (
     LETTERS,
     MAX_LENGTH,
@@ -198,8 +199,9 @@ def test_lines_follow_the_translators_input_rules(
 def run_dir(translator, tmp_path_factory):
     """A folder like a finished `train` run's: model.keras and tokenizer.model."""
     path = tmp_path_factory.mktemp("run")
-    translator.tokenizer.save(str(path / "tokenizer.model"))
-    translator.model.save(str(path / "model.keras"))
+    run = RunDirectory(path)
+    translator.tokenizer.save(run.tokenizer)
+    translator.model.save(run.model)
     return path
 
 
@@ -233,7 +235,7 @@ def test_command_exports_a_run_and_translates_a_file(
     path = tmp_path / "sources.txt"
     path.write_text("\n".join([texts[0], "", *texts[1:]]) + "\n")
     main(["translate", str(exported), str(path), "--batch-size", "2"])
-    expected = in_process(translator, texts, 4, 0.0)  # the job's beam size
+    expected = in_process(translator, texts, 4, 0.0)  # the recipe's beam size
     assert capsys.readouterr().out.splitlines() == [expected[0], "", *expected[1:]]
 
 
@@ -241,7 +243,7 @@ def test_command_exports_a_run_and_translates_a_file(
 def test_command_exports_a_saved_model_version(run_dir, tmp_path):
     model_dir = tmp_path / "models" / "translator"
     printed = run_export_command(
-        run_dir / "model.keras", "--format", "saved_model", "--output", model_dir
+        RunDirectory(run_dir).model, "--format", "saved_model", "--output", model_dir
     )
     assert printed == f"Exported the translator to {model_dir / '1'}"
     assert (model_dir / "1" / "saved_model.pb").exists()

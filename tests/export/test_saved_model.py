@@ -137,7 +137,7 @@ def test_export_writes_numbered_versions_with_the_vocabulary(translator, exporte
     assert sorted(os.listdir(model_dir)) == ["1", "2"]
 
 
-# A model built in mixed_bfloat16, exported with the job's default
+# A model built in mixed_bfloat16, exported with the recipe's default
 # `export_precision`, and the scores of the export's `ids` signature against
 # in-process float32 and bfloat16 translators of the same weights. It runs
 # in a fresh interpreter: here, a second tokenizer and a SavedModel loaded
@@ -152,7 +152,7 @@ import tensorflow as tf
 import keras_transformer as kt
 from keras_transformer.data import train_tokenizer
 from keras_transformer.export import Translator, export_translator
-from keras_transformer.job import TranslationJob
+from keras_transformer.recipe.config import RunConfig
 from keras_transformer.training import global_dtype_policy, resolve_precision
 
 export_dir, result_file = sys.argv[1:]
@@ -161,8 +161,8 @@ tokenizer = train_tokenizer(["a b c d e"] * 20, vocab_size=20, byte_fallback=Fal
 config = kt.TransformerConfig.tiny(
     tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=8
 )
-job = TranslationJob(precision="mixed_bfloat16")
-with global_dtype_policy(job.dtype_policy()):
+run_config = RunConfig.from_dict({"runtime": {"precision": "mixed_bfloat16"}})
+with global_dtype_policy(resolve_precision(run_config.runtime.precision)):
     trained = kt.build_transformer(config)
 float32 = kt.build_transformer(config)
 float32.set_weights(trained.get_weights())
@@ -170,7 +170,7 @@ ids = tf.constant([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
 path = export_translator(
     Translator(trained, tokenizer),
     export_dir,
-    dtype_policy=resolve_precision(job.export_precision),
+    dtype_policy=resolve_precision(run_config.output.export_precision),
 )
 # Held in names: a Translator's tf.function methods keep weak references.
 exported = tf.saved_model.load(path)

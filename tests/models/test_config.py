@@ -1,6 +1,7 @@
 import pytest
 
 from keras_transformer import TransformerConfig
+from keras_transformer.models.config import PRESETS
 
 
 def test_paper_presets_follow_table_3():
@@ -15,8 +16,37 @@ def test_paper_presets_follow_table_3():
     big = TransformerConfig.big(37000)
     assert (big.num_encoder_layers, big.num_decoder_layers) == (6, 6)
     assert (big.d_model, big.d_ff, big.num_heads, big.dropout) == (1024, 4096, 16, 0.3)
-    assert base.label_smoothing == big.label_smoothing == 0.1
     assert base.shared_embeddings and not base.norm_first
+
+
+def test_each_preset_is_a_constructor():
+    assert PRESETS == ("tiny", "small", "base", "big")
+    for preset in PRESETS:
+        config = getattr(TransformerConfig, preset)(100, dropout=0.2)
+        assert (config.vocab_size, config.dropout) == (100, 0.2)
+
+
+def test_training_settings_are_not_fields():
+    # label smoothing and the warm-up are the training recipe's settings.
+    with pytest.raises(TypeError, match="label_smoothing"):
+        TransformerConfig(100, label_smoothing=0.1)
+    for name, value in (("label_smoothing", 0.1), ("warmup_steps", 4000)):
+        with pytest.raises(
+            ValueError, match=f"Unknown TransformerConfig field '{name}'"
+        ):
+            TransformerConfig.base(100, **{name: value})
+        with pytest.raises(
+            ValueError, match=f"Unknown TransformerConfig field '{name}'"
+        ):
+            TransformerConfig.tiny(100).replace(**{name: value})
+
+
+def test_from_dict_reads_a_config_that_kept_training_settings():
+    # What version 1 wrote to .keras files and model_config.json.
+    config = TransformerConfig.tiny(100)
+    saved = {**config.to_dict(), "label_smoothing": 0.2, "warmup_steps": 400}
+    assert TransformerConfig.from_dict(saved) == config
+    assert "label_smoothing" not in config.to_dict()
 
 
 def test_presets_take_overrides():
@@ -39,7 +69,6 @@ def test_dict_round_trip():
         ),
         ({"dropout": 1.0}, "dropout"),
         ({"activation_dropout": -0.1}, "activation_dropout"),
-        ({"label_smoothing": -0.1}, "label_smoothing"),
         ({"vocab_size": 0}, "vocab_size"),
         ({"num_encoder_layers": 2.5}, "num_encoder_layers"),
         ({"max_length": 0}, "max_length"),

@@ -1,6 +1,5 @@
 """Pictures of a run: files, sizes and the data they show."""
 
-import json
 import sys
 
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 
 from keras_transformer.cli import main
 from keras_transformer.layers.positional_embedding import sinusoidal_encoding
+from keras_transformer.models import TransformerConfig
 from keras_transformer.plots import (
     curves_figure,
     plot_run,
@@ -16,6 +16,7 @@ from keras_transformer.plots import (
     save_figure,
     schedule_figure,
 )
+from keras_transformer.recipe.run_directory import RunDirectory
 from keras_transformer.training import TransformerSchedule
 
 HISTORY_CSV = """epoch,loss,val_bleu,val_loss
@@ -34,11 +35,15 @@ def png_size(path):
 
 
 def write_run(folder):
+    """A run folder with the files `plot` reads: its model config, schedule
+    and history."""
     folder.mkdir()
-    (folder / "model_config.json").write_text(json.dumps({"d_model": 32}))
+    run = RunDirectory(folder)
+    run.write_model_config(TransformerConfig.tiny(100, d_model=32))
     schedule = TransformerSchedule(32, 40, 2.0, cooldown_steps=60, total_steps=180)
-    (folder / "schedule.json").write_text(json.dumps(schedule.get_config()))
-    (folder / "history.csv").write_text(HISTORY_CSV)
+    run.write_schedule(schedule.get_config())
+    with open(run.history, "w") as file:
+        file.write(HISTORY_CSV)
     return folder
 
 
@@ -122,7 +127,7 @@ def test_cli_plot_errors_are_one_line(tmp_path, capsys, monkeypatch):
         main(["plot", str(run), "--what", "curves"])
     assert exit_info.value.code == 1
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "history.csv is missing" in error
+    assert error.count("\n") == 1 and "history.csv does not exist" in error
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # not installed
     with pytest.raises(SystemExit):
         main(["plot", str(run), "--what", "pe"])

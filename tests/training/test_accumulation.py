@@ -93,7 +93,7 @@ def test_accumulation_under_a_strategy_is_refused_with_the_keras_issue():
 
 def test_keras_accumulation_still_fails_under_a_strategy():
     """Why the refusal above exists; once Keras fixes keras#20582 this fails,
-    and the checks in `transformer_optimizer` and the job can go."""
+    and the checks in `transformer_optimizer` and the run config can go."""
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     with strategy.scope():
         model = fix_distributed_fit(tiny_model())

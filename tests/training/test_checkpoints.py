@@ -10,7 +10,9 @@ import tensorflow as tf
 
 import keras_transformer as kt
 from keras_transformer.cli import main
-from keras_transformer.job import averaged_model
+from keras_transformer.recipe.config import RunConfig
+from keras_transformer.recipe.evaluation import averaged_model
+from keras_transformer.recipe.run_directory import RunDirectory
 from keras_transformer.training.checkpoints import (
     CheckpointCallback,
     CheckpointCorruptedError,
@@ -73,12 +75,19 @@ def test_average_checkpoints_sets_the_mean_of_the_weights(tmp_path):
         average_checkpoints(model, [])
 
 
+def run_with_checkpoints(folder, count):
+    """A run folder with the model config and `count` checkpoints; the
+    `RunDirectory` and the weights saved."""
+    folder.mkdir()
+    run = RunDirectory(folder)
+    run.write_model_config(CONFIG)
+    _, _, saved = checkpoints_with_random_weights(run.checkpoints, count)
+    return run, saved
+
+
 def test_average_command_writes_the_averaged_model(tmp_path, capsys):
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "model_config.json").write_text(json.dumps(CONFIG.to_dict()))
-    _, _, saved = checkpoints_with_random_weights(run / "checkpoints", 3)
-    main(["average", str(run), str(tmp_path / "averaged.keras"), "--last", "3"])
+    run, saved = run_with_checkpoints(tmp_path / "run", 3)
+    main(["average", run.path, str(tmp_path / "averaged.keras"), "--last", "3"])
     assert "Averaged 3 checkpoints" in capsys.readouterr().out
     averaged = keras.saving.load_model(tmp_path / "averaged.keras")
     for i, weight in enumerate(averaged.get_weights()):
@@ -91,13 +100,17 @@ def test_average_command_writes_the_averaged_model(tmp_path, capsys):
         main(["--debug", "average", str(tmp_path), str(tmp_path / "x.keras")])
 
 
-def test_the_averaged_model_computes_in_the_runs_precision(tmp_path):
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "model_config.json").write_text(json.dumps(CONFIG.to_dict()))
-    checkpoints_with_random_weights(run / "checkpoints", 2)
-    (run / "job.json").write_text(json.dumps({"precision": "mixed_bfloat16"}))
-    model, paths = averaged_model(str(run), last=2)
+@pytest.mark.parametrize("layout", ["nested", "flat"])
+def test_the_averaged_model_computes_in_the_runs_precision(tmp_path, layout):
+    run, _ = run_with_checkpoints(tmp_path / "run", 2)
+    if layout == "nested":
+        run.write_config(
+            RunConfig.from_dict({"runtime": {"precision": "mixed_bfloat16"}})
+        )
+    else:  # the job.json of a run of version 1
+        with open(run.config, "w") as file:
+            json.dump({"precision": "mixed_bfloat16"}, file)
+    model, paths = averaged_model(run.path, last=2)
     assert model.dtype_policy.name == "mixed_bfloat16" and len(paths) == 2
     assert keras.mixed_precision.global_policy().name == "float32"
 

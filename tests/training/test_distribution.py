@@ -1,7 +1,7 @@
 """Strategy construction: names, TF_CONFIG checks, logical CPUs, chief folders.
 
 Training under the strategies is tested in `tests/test_distribution.py`
-(MirroredStrategy), `tests/test_multi_worker.py` and `tests/test_job.py`.
+(MirroredStrategy), `tests/test_multi_worker.py` and `tests/recipe/test_run.py`.
 """
 
 import json

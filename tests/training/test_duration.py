@@ -1,4 +1,4 @@
-"""The training length rule is tested by its doctests and tests/test_job.py;
+"""The training length rule is tested by its doctests and tests/recipe/test_plan.py;
 here, the time estimate."""
 
 from keras_transformer.training import duration
