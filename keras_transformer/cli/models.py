@@ -114,6 +114,7 @@ def add_export_parser(commands):
 def export(args):
     import keras
 
+    import keras_transformer.models.transformer  # noqa: F401  (registers its classes)
     from keras_transformer.export import export_ctranslate2, export_translator
     from keras_transformer.export.ctranslate2_model import import_ctranslate2
     from keras_transformer.recipe.run_directory import model_and_run
