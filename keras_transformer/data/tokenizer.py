@@ -1,32 +1,64 @@
 """One subword vocabulary shared by source and target (SentencePiece)."""
 
 import io
+import itertools
+import math
 import os
+import random
 
 import sentencepiece
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 PAD_ID, START_ID, END_ID, UNKNOWN_ID = 0, 1, 2, 3
+# Sentences a vocabulary is trained on at most (both sides of 250k pairs): a
+# larger corpus is sampled. SentencePiece's peak memory follows its input,
+# at about 20 bytes a character: some 1.5 GB for 500k sentences of WMT length.
+SAMPLE_SENTENCES = 500_000
+# SentencePiece's threads for a sampled corpus. Its result depends on the
+# thread count, so it is fixed (not the machine's core count): the same
+# corpus gives the same vocabulary everywhere. Smaller corpora use one
+# thread, as they always did.
+SAMPLED_THREADS = 16
+_END = object()
 
 
-def train_tokenizer(texts, vocab_size=8000, model_type="unigram", byte_fallback=True):
-    """Learns a SentencePiece vocabulary from an iterable of sentences.
+def train_tokenizer(
+    texts,
+    vocab_size=8000,
+    model_type="unigram",
+    byte_fallback=True,
+    sample_size=SAMPLE_SENTENCES,
+    seed=0,
+):
+    """Learns a SentencePiece vocabulary from sentences, or from a sample of them.
 
     Source and target sentences go into one vocabulary, as in the paper's
-    shared source-target vocabulary. Training is deterministic for the same
-    texts in the same order. Reserved ids: 0 padding, 1 start, 2 end,
-    3 unknown. With `byte_fallback` (the default) a character missing from
-    the vocabulary is spelled as its UTF-8 bytes (256 reserved pieces), so
-    tokenization round-trips any text; without it, it becomes the unknown
-    id.
+    shared source-target vocabulary. Reserved ids: 0 padding, 1 start,
+    2 end, 3 unknown. With `byte_fallback` (the default) a character
+    missing from the vocabulary is spelled as its UTF-8 bytes (256 reserved
+    pieces), so tokenization round-trips any text; without it, it becomes
+    the unknown id.
+
+    The texts are read once, as a stream. Up to `sample_size` non-empty
+    sentences, all of them are used in their order, with one thread, as
+    they always were. A larger corpus is represented by a uniform random
+    sample of `sample_size` sentences (`reservoir_sample`, seeded by
+    `seed`), and only the sample is held in memory; SentencePiece then
+    trains with `SAMPLED_THREADS` threads. SentencePiece's result depends
+    on its thread count (its sums are split by thread), and not on the
+    machine: training is deterministic for the same texts in the same order.
 
     Args:
-        texts: an iterable of `str` (or a `tf.data.Dataset` of scalar
-            strings), e.g. the training split's source and target sentences.
+        texts: an iterable of `str`, a `tf.data.Dataset` of scalar strings,
+            or a `tf.data.Dataset` of `(source, target)` string pairs (for
+            which the vocabulary is trained on all the sources, then all the
+            targets, of the pairs or of a sample of `sample_size // 2` pairs).
         vocab_size: number of pieces, reserved ids included.
         model_type: "unigram" or "bpe".
         byte_fallback: spell unseen characters as bytes instead of unknown.
+        sample_size: most sentences to train on.
+        seed: the seed of the sample.
 
     Returns:
         A `SubwordTokenizer`.
@@ -45,9 +77,9 @@ def train_tokenizer(texts, vocab_size=8000, model_type="unigram", byte_fallback=
         raise ValueError(f"vocab_size must be > {UNKNOWN_ID + 1}, got {vocab_size}.")
     if model_type not in ("unigram", "bpe"):
         raise ValueError(f"model_type must be 'unigram' or 'bpe', got {model_type!r}.")
-    if isinstance(texts, tf.data.Dataset):
-        texts = (text.decode("utf-8") for text in texts.as_numpy_iterator())
-    sentences = [text for text in texts if text.strip()]
+    if int(sample_size) < 2:
+        raise ValueError(f"sample_size must be >= 2, got {sample_size}.")
+    sentences, sampled = _training_sentences(texts, int(sample_size), seed)
     if not sentences:
         raise ValueError("train_tokenizer needs at least one non-empty sentence.")
     model = io.BytesIO()
@@ -63,7 +95,7 @@ def train_tokenizer(texts, vocab_size=8000, model_type="unigram", byte_fallback=
             unk_id=UNKNOWN_ID,
             character_coverage=1.0,
             shuffle_input_sentence=False,
-            num_threads=1,
+            num_threads=SAMPLED_THREADS if sampled else 1,
             hard_vocab_limit=False,
             byte_fallback=byte_fallback,
             minloglevel=2,
@@ -73,6 +105,120 @@ def train_tokenizer(texts, vocab_size=8000, model_type="unigram", byte_fallback=
             f"Could not train a {vocab_size}-piece vocabulary: {error}"
         ) from error
     return SubwordTokenizer(model.getvalue())
+
+
+def _training_sentences(texts, sample_size, seed):
+    """(the non-empty sentences of `texts` or of their sample, whether sampled)."""
+    if isinstance(texts, tf.data.Dataset) and isinstance(texts.element_spec, tuple):
+        pairs, read = reservoir_sample(_rows(texts), sample_size // 2, seed)
+        sentences = [
+            text.decode("utf-8") for pair in zip(*pairs, strict=True) for text in pair
+        ]
+        return [text for text in sentences if text.strip()], read > len(pairs)
+    if isinstance(texts, tf.data.Dataset):
+        texts = (text.decode("utf-8") for text in _rows(texts))
+    sample, read = reservoir_sample(
+        (text for text in texts if text.strip()), sample_size, seed
+    )
+    return sample, read > len(sample)
+
+
+def _rows(dataset, batch_size=4096):
+    """The elements of a dataset of scalars or of tuples of scalars, as numpy
+    values, read in batches (one element at a time is slow)."""
+    for batch in dataset.batch(batch_size).as_numpy_iterator():
+        yield from zip(*batch, strict=True) if isinstance(batch, tuple) else batch
+
+
+def reservoir_sample(items, size, seed=0):
+    """A uniform random sample of `size` items of a stream read once.
+
+    Only the sample is held: memory follows `size`, not the stream. With at
+    most `size` items, the sample is all of them in their order. Otherwise
+    each item is kept with the same probability, by Li's reservoir
+    algorithm L ("Reservoir-sampling algorithms of time complexity
+    O(n(1 + log(N/n)))", 1994), which draws O(size log(n / size)) random
+    numbers and skips the items between.
+
+    Args:
+        items: an iterable, read once.
+        size: the sample's size, >= 1.
+        seed: the seed of the draws.
+
+    Returns:
+        `(sample, read)`: a list of at most `size` items, and the number of
+        items read.
+
+    Example:
+
+    >>> reservoir_sample("abc", 5)
+    (['a', 'b', 'c'], 3)
+    >>> sample, read = reservoir_sample(range(1000), 5, seed=1)
+    >>> len(sample), read, all(0 <= n < 1000 for n in sample)
+    (5, 1000, True)
+    """
+    items = iter(items)
+    sample = list(itertools.islice(items, size))
+    read = len(sample)
+    if read < size:
+        return sample, read
+    draw = random.Random(seed)
+
+    def shrink():  # U ** (1 / size) for U uniform in (0, 1]
+        return math.exp(math.log(1.0 - draw.random()) / size)
+
+    weight = shrink()
+    while True:
+        # items to pass over: geometric with success probability `weight`
+        skip = math.floor(math.log(1.0 - draw.random()) / math.log1p(-weight))
+        if skip:
+            read += sum(1 for _ in itertools.islice(items, skip))
+        item = next(items, _END)
+        if item is _END:
+            return sample, read
+        read += 1
+        sample[draw.randrange(size)] = item
+        weight *= shrink()
+
+
+def check_vocabulary(model, name="the SentencePiece model"):
+    """Raises a one-line `ValueError` unless `model` (bytes) is a SentencePiece
+    model with the package's reserved ids: 0 padding, 1 start, 2 end,
+    3 unknown. `name` (e.g. the file) is named in the message.
+
+    Returns:
+        The model's number of pieces.
+
+    Example:
+
+    >>> tokenizer = train_tokenizer(["a b c d e"] * 10, 20, byte_fallback=False)
+    >>> check_vocabulary(tokenizer.model) == tokenizer.vocab_size
+    True
+    >>> check_vocabulary(b"no model")
+    Traceback (most recent call last):
+    ...
+    ValueError: the SentencePiece model is not a SentencePiece model.
+    """
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(bytes(model))
+    except (OSError, RuntimeError):
+        raise ValueError(f"{name} is not a SentencePiece model.") from None
+    ids = {
+        "padding": processor.pad_id(),
+        "start": processor.bos_id(),
+        "end": processor.eos_id(),
+        "unknown": processor.unk_id(),
+    }
+    if list(ids.values()) != [PAD_ID, START_ID, END_ID, UNKNOWN_ID]:
+        has = ", ".join(f"{role} {id_}" for role, id_ in ids.items())
+        raise ValueError(
+            f"{name} does not reserve ids 0 padding, 1 start, 2 end, 3 unknown "
+            f"(it has {has}; -1 is none): train it with SentencePiece's "
+            "--pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3, or with "
+            "keras_transformer.data.train_tokenizer."
+        )
+    return processor.get_piece_size()
 
 
 def check_sampling_alpha(alpha):
@@ -113,6 +259,7 @@ class SubwordTokenizer(tf.Module):
     def __init__(self, model, sampling_alpha=None):
         super().__init__(name="subword_tokenizer")
         check_sampling_alpha(sampling_alpha)
+        check_vocabulary(model)
         self.model = bytes(model)
         self.sampling_alpha = sampling_alpha
         self._tokenizer = tf_text.SentencepieceTokenizer(
@@ -121,11 +268,6 @@ class SubwordTokenizer(tf.Module):
             alpha=1.0 if sampling_alpha is None else float(sampling_alpha),
         )
         self.vocab_size = int(self._tokenizer.vocab_size())
-        if self._tokenizer.id_to_string(PAD_ID).numpy() != b"<pad>":
-            raise ValueError(
-                "The SentencePiece model does not reserve id 0 for padding; "
-                "train it with train_tokenizer()."
-            )
 
     @classmethod
     def load(cls, path):
@@ -133,7 +275,9 @@ class SubwordTokenizer(tf.Module):
         if not os.path.exists(path):
             raise FileNotFoundError(f"No tokenizer model at {path}.")
         with open(path, "rb") as file:
-            return cls(file.read())
+            model = file.read()
+        check_vocabulary(model, os.fspath(path))
+        return cls(model)
 
     def sampling(self, alpha):
         """The same vocabulary, sampling segmentations: subword regularisation.

@@ -1,8 +1,16 @@
+import io
+
 import numpy as np
 import pytest
+import sentencepiece
 import tensorflow as tf
 
 from keras_transformer.data import SubwordTokenizer, load_ding_pairs, train_tokenizer
+from keras_transformer.data.tokenizer import (
+    SAMPLED_THREADS,
+    check_vocabulary,
+    reservoir_sample,
+)
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +123,141 @@ def test_sharper_sampling_stays_closer_to_the_most_likely_segmentation(tokenizer
 def test_sampling_alpha_must_be_positive(tokenizer, alpha):
     with pytest.raises(ValueError, match="sampling_alpha"):
         tokenizer.sampling(alpha)
+
+
+def test_reservoir_sample_keeps_a_short_stream_whole_and_in_order():
+    assert reservoir_sample(iter(range(7)), 7) == (list(range(7)), 7)
+    assert reservoir_sample(iter(range(3)), 10, seed=5) == ([0, 1, 2], 3)
+
+
+def test_reservoir_sample_is_seeded_and_uniform():
+    sample, read = reservoir_sample(range(10_000), 100, seed=3)
+    assert read == 10_000 and len(set(sample)) == 100
+    assert sample == reservoir_sample(range(10_000), 100, seed=3)[0]
+    assert sample != reservoir_sample(range(10_000), 100, seed=4)[0]
+    kept = np.zeros(100)
+    for seed in range(2000):
+        kept[reservoir_sample(range(100), 10, seed)[0]] += 1
+    assert kept.sum() == 20_000
+    assert kept.min() > 150 and kept.max() < 250  # 200 each expected
+
+
+def test_reservoir_sample_holds_only_the_sample():
+    live = {"now": 0, "most": 0}
+
+    class Item:
+        def __init__(self):
+            live["now"] += 1
+            live["most"] = max(live["most"], live["now"])
+
+        def __del__(self):
+            live["now"] -= 1
+
+    stream = (Item() for _ in range(50_000))
+    sample, read = reservoir_sample(stream, 20)
+    assert read == 50_000 and len(sample) == 20
+    assert live["most"] <= 22  # the sample, the item read and the one before
+
+
+@pytest.fixture
+def seen_by_sentencepiece(monkeypatch):
+    """What `train_tokenizer` gives SentencePiece: its sentences and threads."""
+    seen = {}
+    train = sentencepiece.SentencePieceTrainer.train
+
+    def recording(sentence_iterator, **kwargs):
+        seen["sentences"] = list(sentence_iterator)
+        seen["threads"] = kwargs["num_threads"]
+        return train(sentence_iterator=iter(seen["sentences"]), **kwargs)
+
+    monkeypatch.setattr(sentencepiece.SentencePieceTrainer, "train", recording)
+    return seen
+
+
+def test_a_corpus_that_fits_the_sample_trains_as_before(seen_by_sentencepiece):
+    """All sentences in their order, with one thread: the vocabulary of a
+    corpus of Ding's size is the one it always was."""
+    texts = [text for pair in load_ding_pairs()["train"][:500] for text in pair]
+    texts.insert(3, "  ")  # empty sentences are left out
+    tokenizer = train_tokenizer((text for text in texts), 400, sample_size=1000)
+    assert seen_by_sentencepiece == {
+        "sentences": [text for text in texts if text.strip()],
+        "threads": 1,
+    }
+    assert tokenizer.model == train_tokenizer(texts, 400).model
+
+
+def test_a_larger_corpus_trains_on_a_sample_only(seen_by_sentencepiece):
+    texts = [f"Satz {n} und noch ein Wort {n % 7}" for n in range(3000)]
+    read = []
+    stream = (read.append(text) or text for text in texts)  # one pass, lazily
+    tokenizer = train_tokenizer(stream, 60, byte_fallback=False, sample_size=200)
+    sentences = seen_by_sentencepiece["sentences"]
+    assert len(read) == 3000 and len(sentences) == 200 == len(set(sentences))
+    assert set(sentences) <= set(texts) and sentences != texts[:200]
+    assert seen_by_sentencepiece["threads"] == SAMPLED_THREADS
+    again = train_tokenizer(texts, 60, byte_fallback=False, sample_size=200)
+    assert again.model == tokenizer.model  # the same sample and threads
+
+
+def test_pairs_train_on_sources_then_targets_of_a_sample_of_pairs(
+    seen_by_sentencepiece,
+):
+    pairs = [(f"Quelle {n} hier", f"target {n} here") for n in range(600)]
+    dataset = tf.data.Dataset.from_tensor_slices(
+        tuple(map(list, zip(*pairs, strict=True)))
+    )
+    train_tokenizer(dataset, 60, byte_fallback=False, sample_size=1200)
+    sources, targets = map(list, zip(*pairs, strict=True))
+    assert seen_by_sentencepiece["sentences"] == sources + targets
+    assert seen_by_sentencepiece["threads"] == 1
+    train_tokenizer(dataset, 60, byte_fallback=False, sample_size=100)
+    sentences = seen_by_sentencepiece["sentences"]
+    assert len(sentences) == 100
+    assert seen_by_sentencepiece["threads"] == SAMPLED_THREADS
+    sampled = [sentence.split()[1] for sentence in sentences]
+    assert sampled[:50] == sampled[50:]  # each sampled pair's two sides
+    assert sentences[:50] == [f"Quelle {n} hier" for n in sampled[:50]]
+
+
+def plain_sentencepiece_model(**settings):
+    """A model trained with SentencePiece's defaults (unk 0, bos 1, eos 2, no
+    padding), or the settings given."""
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(["a b c d e f g"] * 10),
+        model_writer=model,
+        vocab_size=12,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        **settings,
+    )
+    return model.getvalue()
+
+
+def test_check_vocabulary_refuses_models_without_the_reserved_ids(tmp_path):
+    with pytest.raises(ValueError) as error:
+        check_vocabulary(plain_sentencepiece_model(), "plain.model")
+    assert str(error.value) == (
+        "plain.model does not reserve ids 0 padding, 1 start, 2 end, 3 unknown "
+        "(it has padding -1, start 1, end 2, unknown 0; -1 is none): train it with"
+        " SentencePiece's --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3, or with "
+        "keras_transformer.data.train_tokenizer."
+    )
+    with pytest.raises(ValueError, match="^the SentencePiece model does not reserve"):
+        SubwordTokenizer(plain_sentencepiece_model())
+    with pytest.raises(ValueError, match="^notes.txt is not a SentencePiece model"):
+        check_vocabulary(b"some notes", "notes.txt")
+    path = tmp_path / "plain.model"
+    path.write_bytes(plain_sentencepiece_model())
+    with pytest.raises(ValueError, match=f"^{path} does not reserve"):
+        SubwordTokenizer.load(path)
+    fitting = plain_sentencepiece_model(pad_id=0, bos_id=1, eos_id=2, unk_id=3)
+    assert check_vocabulary(fitting) == SubwordTokenizer(fitting).vocab_size
+
+
+def test_a_dataset_of_sentences_trains_on_them_in_order(seen_by_sentencepiece):
+    texts = [f"Wort {n}" for n in range(5000)]
+    dataset = tf.data.Dataset.from_tensor_slices(texts)
+    train_tokenizer(dataset, 30, byte_fallback=False, sample_size=6000)
+    assert seen_by_sentencepiece["sentences"] == texts  # across read batches
