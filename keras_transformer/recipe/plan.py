@@ -1,9 +1,25 @@
 """The `TrainingPlan`: what a run will do, computed once from its config and data."""
 
 import dataclasses
+import math
 
 from keras_transformer.models.config import TransformerConfig
-from keras_transformer.training.duration import default_epochs, default_warmup_steps
+from keras_transformer.training.duration import (
+    PAPER_CORPUS_TOKENS,
+    REFERENCE_BATCHES,
+    REFERENCE_EPOCHS,
+    default_length,
+    default_warmup_steps,
+)
+
+# What chose a default length (`DefaultLength.rule`), for the summary.
+LENGTH_RULES = {
+    "ding": f"up to Ding's size ({REFERENCE_BATCHES} batches), whole passes that "
+    f"make {REFERENCE_EPOCHS * REFERENCE_BATCHES:,} batches",
+    "between": "between Ding's size and the paper's corpus, a power of the corpus "
+    "size from Ding's length to the paper's budget",
+    "budget": "from the paper's corpus size, the paper's budget",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,18 +39,30 @@ class TrainingPlan:
     batches_per_pass: int
     epochs: int
     steps_per_epoch: int
-    length_is_default: bool  # epochs and steps from the corpus size
+    length_rule: str | None  # a key of LENGTH_RULES; None: the config's
+    budget_tokens: int  # the paper's budget for the model, in tokens seen
     gradient_accumulation: int
     warmup_steps: int
     cooldown_steps: int
     precision: str  # the Keras dtype policy
     replicas: int
+    jit_compile: bool  # XLA for the training step
     model: TransformerConfig
 
     @property
     def total_steps(self):
         """Batches to train, over all epochs."""
         return self.epochs * self.steps_per_epoch
+
+    @property
+    def length_is_default(self):
+        """Whether the length comes from the corpus size (no epochs set)."""
+        return self.length_rule is not None
+
+    @property
+    def tokens_seen(self):
+        """Tokens the run trains on, counted at the batch budget."""
+        return self.total_steps * self.tokens_per_batch
 
     @property
     def updates(self):
@@ -49,9 +77,21 @@ class TrainingPlan:
             resumed_step: the step a resumed run starts from (0: a new run).
         """
         both_ways = " (both directions)" if self.bidirectional else ""
+        budget = (
+            f"the paper's budget, {_tokens(self.budget_tokens)} tokens, applies "
+            f"from {_tokens(PAPER_CORPUS_TOKENS)} tokens a pass"
+        )
         length = (
-            f" (passes over the data, the default for {self.batches_per_pass} batches)"
+            f"by default for {self.batches_per_pass:,} batches a pass: "
+            f"{LENGTH_RULES[self.length_rule]} ({budget})"
             if self.length_is_default
+            else f"set by the config ({budget})"
+        )
+        replica_tokens = self.tokens_per_batch // self.replicas
+        accumulated = (
+            f", {self.gradient_accumulation} batches "
+            f"({self.gradient_accumulation * self.tokens_per_batch:,} tokens) an update"
+            if self.gradient_accumulation > 1
             else ""
         )
         resuming = f", resuming at step {resumed_step}" if resumed_step else ""
@@ -61,18 +101,39 @@ class TrainingPlan:
             f"vocabulary: {self.vocab_size:,} pieces; {self.batches_per_pass:,} "
             f"batches of up to {self.tokens_per_batch:,} tokens a pass\n"
             f"Model: {parameters:,} parameters, {self.model}\n"
-            f"Training: {self.epochs} epochs of {self.steps_per_epoch} steps{length}"
-            f", {self.updates:,} updates, warm-up {self.warmup_steps}, cool-down "
-            f"over the last {self.cooldown_steps:,}; {self.replicas} replica(s), "
-            f"{self.precision}{resuming}"
+            f"Training: {self.epochs} epochs of {self.steps_per_epoch} steps, "
+            f"{self.updates:,} updates, warm-up {self.warmup_steps}, cool-down "
+            f"over the last {self.cooldown_steps:,}\n"
+            f"Length: {_tokens(self.tokens_seen)} tokens seen, {length}\n"
+            f"Devices: {self.replicas} replica(s), {self.precision}, XLA "
+            f"{'on' if self.jit_compile else 'off'}; a batch of up to "
+            f"{self.tokens_per_batch:,} tokens, {replica_tokens:,} a replica"
+            f"{accumulated}{resuming}"
         )
 
 
-def training_length(training, batches_per_pass):
+def _tokens(count):
+    """`count` tokens, short: "2.5B", "4.61M", "307k" or "512".
+
+    Example:
+
+    >>> _tokens(2_500_000_000), _tokens(4_608_000), _tokens(307_200), _tokens(512)
+    ('2.5B', '4.61M', '307k', '512')
+    """
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if count >= size:
+            return f"{count / size:.3g}{suffix}"
+    return str(count)
+
+
+def training_length(training, batches_per_pass, preset="small"):
     """`(epochs, steps_per_epoch)` on a corpus of `batches_per_pass` batches.
 
-    Each is the training section's own, or by default one pass over the data
-    and as many epochs as make `default_epochs` passes.
+    Each is the training section's own. By default the run trains the
+    batches of `default_length` (training/duration.py) for the `preset`, in
+    epochs of one pass over the data, or a little less so that the epochs
+    make that length (up to Ding's size, whole passes); with
+    `steps_per_epoch` alone, in as many epochs as come closest.
 
     Example:
 
@@ -83,16 +144,35 @@ def training_length(training, batches_per_pass):
     (18, 125)
     >>> training_length(TrainingSection(epochs=2), 600)
     (2, 600)
+    >>> training_length(TrainingSection(), 600)  # 9,443 batches
+    (16, 590)
+    >>> training_length(TrainingSection(), 2_000_000)  # the budget, < a pass
+    (1, 1220703)
     """
-    steps_per_epoch = training.steps_per_epoch or batches_per_pass
-    passes = default_epochs(batches_per_pass)
-    epochs = training.epochs or max(
-        1, round(passes * batches_per_pass / steps_per_epoch)
-    )
-    return epochs, steps_per_epoch
+    return _length(training, batches_per_pass, preset)[:2]
 
 
-def make_plan(config, sizes, vocab_size, batches_per_pass, replicas, precision):
+def _length(training, batches_per_pass, preset):
+    """`(epochs, steps_per_epoch, DefaultLength)` of `training_length`."""
+    default = default_length(batches_per_pass, training.tokens_per_batch, preset)
+    if training.epochs:
+        return training.epochs, training.steps_per_epoch or batches_per_pass, default
+    if training.steps_per_epoch:
+        epochs = max(1, round(default.steps / training.steps_per_epoch))
+        return epochs, training.steps_per_epoch, default
+    epochs = math.ceil(default.steps / batches_per_pass)
+    return epochs, round(default.steps / epochs), default
+
+
+def make_plan(
+    config,
+    sizes,
+    vocab_size,
+    batches_per_pass,
+    replicas,
+    precision,
+    jit_compile=False,
+):
     """The `TrainingPlan` of `config` on data of `sizes`.
 
     Args:
@@ -103,9 +183,12 @@ def make_plan(config, sizes, vocab_size, batches_per_pass, replicas, precision):
         batches_per_pass: batches in a pass over the training data.
         replicas: the strategy's replicas in sync.
         precision: the dtype policy the run trains in.
+        jit_compile: whether the training step is compiled with XLA.
     """
     training = config.training
-    epochs, steps_per_epoch = training_length(training, batches_per_pass)
+    epochs, steps_per_epoch, default = _length(
+        training, batches_per_pass, config.model.preset
+    )
     updates = epochs * steps_per_epoch // training.gradient_accumulation
     return TrainingPlan(
         training_pairs=sizes["train"],
@@ -117,11 +200,13 @@ def make_plan(config, sizes, vocab_size, batches_per_pass, replicas, precision):
         batches_per_pass=batches_per_pass,
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
-        length_is_default=not (training.epochs or training.steps_per_epoch),
+        length_rule=None if training.epochs else default.rule,
+        budget_tokens=default.budget_tokens,
         gradient_accumulation=training.gradient_accumulation,
         warmup_steps=training.warmup_steps or default_warmup_steps(updates),
         cooldown_steps=round(training.cooldown_fraction * updates),
         precision=precision,
         replicas=replicas,
+        jit_compile=jit_compile,
         model=config.model.transformer_config(vocab_size),
     )

@@ -46,12 +46,16 @@ class TrainingSection:
     )
     epochs: int | None = setting(
         None,
-        "default: passes over the data by corpus size: 2,250 updates up to Ding's"
-        " 150 batches (15 passes), 15 x sqrt(150 / B) passes over B > 150; dropout"
-        " is at least 0.2 unless --model sets it",
+        "default: by corpus size: passes that make 2,250 batches up to Ding's 150;"
+        " from 135M tokens a pass, the paper's budget in tokens seen (base: 100k"
+        " updates of 25k tokens, big: 300k, tiny and small: base's); between, a"
+        " power of the corpus size joining the two; dropout is at least 0.2"
+        " unless --model sets it",
     )
     steps_per_epoch: int | None = setting(
-        None, "default: one pass over the training data"
+        None,
+        "default: one pass over the training data, or a little less to make the"
+        " default length",
     )
     checkpoint_every: int = setting(125, "steps between checkpoints", metavar="STEPS")
     seed: int = setting(0, "seed of initialisation and data order")
