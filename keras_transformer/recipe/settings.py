@@ -87,8 +87,9 @@ class RuntimeSection:
 
     precision: str = setting(
         "auto",
-        "auto: mixed_bfloat16 on a CPU with bfloat16 matmul instructions "
-        "(AVX512_BF16, AMX) and no GPU, float32 elsewhere",
+        "auto: on GPUs mixed_bfloat16 from compute capability 8.0, mixed_float16"
+        " on 7.x, float32 below; without GPUs mixed_bfloat16 on a CPU with "
+        "bfloat16 matmul instructions (AVX512_BF16, AMX), float32 elsewhere",
         choices=PRECISIONS,
     )
     strategy: str = setting(

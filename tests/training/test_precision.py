@@ -1,10 +1,14 @@
-"""`resolve_precision` picks bfloat16 only where the CPU multiplies it natively."""
+"""`resolve_precision`: "auto" picks bfloat16 only where the CPU multiplies it
+natively, and mixed precision on GPUs with tensor cores."""
 
 import keras
 import pytest
 
 from keras_transformer.training import global_dtype_policy, resolve_precision
-from keras_transformer.training.precision import linux_cpu_flags
+from keras_transformer.training.precision import (
+    linux_cpu_flags,
+    visible_gpu_capabilities,
+)
 
 ZEN4_FLAGS = {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"}
 SAPPHIRE_RAPIDS_FLAGS = {"avx2", "avx512f", "amx_tile", "amx_bf16"}
@@ -12,22 +16,71 @@ ZEN3_FLAGS = {"avx2", "fma", "sse4_2"}
 
 
 @pytest.mark.parametrize(
-    "flags, has_gpu, expected",
+    "flags, expected",
     [
-        (ZEN4_FLAGS, False, "mixed_bfloat16"),
-        (SAPPHIRE_RAPIDS_FLAGS, False, "mixed_bfloat16"),
-        (ZEN3_FLAGS, False, "float32"),
-        (set(), False, "float32"),
-        (ZEN4_FLAGS, True, "float32"),  # GPUs: not measured, so float32
+        (ZEN4_FLAGS, "mixed_bfloat16"),
+        (SAPPHIRE_RAPIDS_FLAGS, "mixed_bfloat16"),
+        (ZEN3_FLAGS, "float32"),
+        (set(), "float32"),
     ],
 )
-def test_auto_follows_the_bfloat16_matmul_instructions(flags, has_gpu, expected):
-    assert resolve_precision("auto", cpu_flags=flags, has_gpu=has_gpu) == expected
+def test_without_gpus_auto_follows_the_bfloat16_matmul_instructions(flags, expected):
+    assert resolve_precision("auto", cpu_flags=flags, gpu_capabilities=[]) == expected
+
+
+P100, V100, T4, A100, RTX_3090, L4, H100 = (
+    (6, 0),
+    (7, 0),
+    (7, 5),
+    (8, 0),
+    (8, 6),
+    (8, 9),
+    (9, 0),
+)
+
+
+@pytest.mark.parametrize(
+    "capabilities, expected",
+    [
+        ([P100], "float32"),  # no tensor cores
+        ([(5, 2)], "float32"),
+        ([V100], "mixed_float16"),
+        ([T4, T4], "mixed_float16"),
+        ([A100], "mixed_bfloat16"),
+        ([RTX_3090], "mixed_bfloat16"),
+        ([L4], "mixed_bfloat16"),
+        ([H100] * 8, "mixed_bfloat16"),
+        ([H100, V100], "mixed_float16"),  # the oldest GPU decides
+        ([A100, P100], "float32"),
+        ([(0, 0)], "float32"),  # a GPU without a CUDA capability
+    ],
+)
+def test_on_gpus_auto_follows_the_compute_capability(capabilities, expected):
+    for flags in (ZEN3_FLAGS, ZEN4_FLAGS):  # the CPU does not matter then
+        assert (
+            resolve_precision("auto", cpu_flags=flags, gpu_capabilities=capabilities)
+            == expected
+        )
+
+
+def test_the_capabilities_are_read_from_tensorflow(monkeypatch):
+    import tensorflow as tf
+
+    gpus = ["GPU:0", "GPU:1"]
+    details = {"GPU:0": {"compute_capability": (8, 0)}, "GPU:1": {}}
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind: gpus)
+    monkeypatch.setattr(tf.config.experimental, "get_device_details", details.get)
+    assert visible_gpu_capabilities() == [(8, 0), (0, 0)]
+    assert resolve_precision("auto", cpu_flags=ZEN4_FLAGS) == "float32"
 
 
 @pytest.mark.parametrize("name", ["float32", "mixed_float16", "mixed_bfloat16"])
 def test_named_precisions_pass_through(name):
-    assert resolve_precision(name, cpu_flags=ZEN4_FLAGS, has_gpu=False) == name
+    for capabilities in ([], [P100], [H100]):
+        assert (
+            resolve_precision(name, cpu_flags=ZEN4_FLAGS, gpu_capabilities=capabilities)
+            == name
+        )
 
 
 def test_an_unknown_precision_is_a_value_error():
@@ -38,7 +91,7 @@ def test_an_unknown_precision_is_a_value_error():
 def test_auto_on_this_machine_reads_its_cpu_flags():
     flags = linux_cpu_flags()
     native = bool({"avx512_bf16", "amx_bf16"} & flags)
-    assert resolve_precision("auto", has_gpu=False) == (
+    assert resolve_precision("auto", gpu_capabilities=[]) == (
         "mixed_bfloat16" if native else "float32"
     )
 
