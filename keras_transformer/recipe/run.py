@@ -21,7 +21,9 @@ from keras_transformer.recipe.resume import (
 from keras_transformer.training import (
     global_dtype_policy,
     make_strategy,
+    resolve_jit_compile,
     resolve_precision,
+    strategy_devices,
 )
 from keras_transformer.training.checkpoints import average_checkpoints
 
@@ -36,7 +38,11 @@ def run(config, log=print):
     finished one returns its saved results.
     """
     started = time.time()
-    strategy = make_strategy(config.runtime.strategy, config.runtime.logical_cpus)
+    strategy = make_strategy(
+        config.runtime.strategy,
+        config.runtime.logical_cpus,
+        single_device=config.training.gradient_accumulation > 1,
+    )
     folders = worker_folders(config, strategy)
     splits = load_splits(config.data, config.training.seed, log)  # bad data: here
     finished = settle_previous_run(folders.run, config, log)
@@ -48,7 +54,7 @@ def run(config, log=print):
     precision = resolve_precision(config.runtime.precision)
     with global_dtype_policy(precision):
         data = load_run_data(config, folders.run, splits, log)
-        plan = plan_run(config, data, strategy.num_replicas_in_sync, precision)
+        plan = plan_run(config, data, strategy, precision)
         trained = trainer.train(plan, config, data, folders, strategy, changed, log)
         average_and_save(trained, config, folders.run, log)
         scores, translations = score_test_split(trained.translator, data, config, log)
@@ -74,8 +80,12 @@ def run(config, log=print):
     return results
 
 
-def plan_run(config, data, replicas, precision):
-    """The `TrainingPlan` of `config` on `data`."""
+def plan_run(config, data, strategy, precision):
+    """The `TrainingPlan` of `config` on `data` under `strategy`."""
+    replicas = strategy.num_replicas_in_sync
+    jit_compile = resolve_jit_compile(
+        config.runtime.jit_compile, strategy_devices(strategy)
+    )
     sizes = {
         "train": count(data.splits["train"]),
         "validation": len(data.validation[0]),
@@ -88,6 +98,7 @@ def plan_run(config, data, replicas, precision):
         data.batches_per_pass(config, replicas),
         replicas,
         precision,
+        jit_compile,
     )
 
 

@@ -3,7 +3,12 @@ settings, and what every section's fields share: `setting`, the checks."""
 
 import dataclasses
 
-from keras_transformer.training.distribution import STRATEGIES, check_strategy
+from keras_transformer.training.distribution import (
+    JIT_COMPILE,
+    STRATEGIES,
+    check_jit_compile,
+    check_strategy,
+)
 from keras_transformer.training.precision import PRECISIONS, check_precision
 
 ALL = "all"  # the value of `bleu_sample` and `test_sample` that scores everything
@@ -94,17 +99,25 @@ class RuntimeSection:
     )
     strategy: str = setting(
         "default",
-        "default: one device; mirrored: all local GPUs; multi_worker: the hosts "
-        "in TF_CONFIG (run the same command on each)",
+        "default: all local GPUs if several (one device with "
+        "--gradient-accumulation), else one device; mirrored: all local GPUs; "
+        "multi_worker: the hosts in TF_CONFIG (run the same command on each)",
         choices=STRATEGIES,
     )
     logical_cpus: int = setting(
         0, "with --strategy mirrored: N replicas on logical CPU devices", metavar="N"
     )
+    jit_compile: str = setting(
+        "auto",
+        "XLA for the training step; auto: on when training on one GPU, off on "
+        "CPUs and with several replicas (Keras's own choice)",
+        choices=JIT_COMPILE,
+    )
 
     def __post_init__(self):
         check_precision(self.precision)
         check_strategy(self.strategy, self.logical_cpus)
+        check_jit_compile(self.jit_compile)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ from keras_transformer.training.duration import TimeEstimate
 
 
 def compiled_model(plan, config, run_dir, strategy):
-    """The model of `plan`, compiled in `strategy`'s scope.
+    """The model of `plan`, compiled in `strategy`'s scope (XLA if the plan says).
 
     Writes the run's model config and schedule (for `average` and `plot`).
     """
@@ -58,6 +58,7 @@ def compiled_model(plan, config, run_dir, strategy):
             optimizer=optimizer,
             loss=LabelSmoothedCrossEntropy(training.label_smoothing),
             metrics=[MaskedAccuracy()],
+            jit_compile=plan.jit_compile,
         )
     return model
 

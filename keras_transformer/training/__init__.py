@@ -3,12 +3,16 @@
 from keras_transformer.lazy import lazy_attributes
 
 _EXPORTS = {
+    "JIT_COMPILE": "keras_transformer.training.distribution",
     "STRATEGIES": "keras_transformer.training.distribution",
+    "check_jit_compile": "keras_transformer.training.distribution",
     "check_strategy": "keras_transformer.training.distribution",
     "configure_logical_cpus": "keras_transformer.training.distribution",
     "is_chief": "keras_transformer.training.distribution",
     "make_strategy": "keras_transformer.training.distribution",
     "read_tf_config": "keras_transformer.training.distribution",
+    "resolve_jit_compile": "keras_transformer.training.distribution",
+    "strategy_devices": "keras_transformer.training.distribution",
     "worker_directory": "keras_transformer.training.distribution",
     "FusedAdam": "keras_transformer.training.keras_internals",
     "fix_distributed_fit": "keras_transformer.training.keras_internals",

@@ -35,6 +35,7 @@ import json
 import os
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
+JIT_COMPILE = ("auto", "on", "off")
 
 TF_CONFIG_EXAMPLE = (
     '{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
@@ -42,11 +43,12 @@ TF_CONFIG_EXAMPLE = (
 )
 
 
-def make_strategy(name="default", logical_cpus=0):
+def make_strategy(name="default", logical_cpus=0, single_device=False):
     """The `tf.distribute.Strategy` called `name`.
 
-    - "default": TensorFlow's default strategy, one device (the first GPU,
-      else the CPU).
+    - "default": `tf.distribute.MirroredStrategy` over all local GPUs when
+      there are several (`default_mirrors`), else TensorFlow's default
+      strategy, one device (the GPU, else the CPU).
     - "mirrored": `tf.distribute.MirroredStrategy`, one replica per local
       GPU (the CPU when there is none); with `logical_cpus=N`, one replica
       per logical CPU device instead, to run multi-replica training on a
@@ -60,6 +62,8 @@ def make_strategy(name="default", logical_cpus=0):
         name: one of `STRATEGIES`.
         logical_cpus: for "mirrored", the number of logical CPU devices to
             split the CPU into (0: use the GPUs); see `configure_logical_cpus`.
+        single_device: for "default", one device even with several GPUs
+            (gradient accumulation needs it, keras-team/keras#20582).
 
     Returns:
         A `tf.distribute.Strategy`.
@@ -84,7 +88,85 @@ def make_strategy(name="default", logical_cpus=0):
     if name == "multi_worker":
         read_tf_config()
         return tf.distribute.MultiWorkerMirroredStrategy()
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    if default_mirrors(gpus, single_device):
+        return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()
+
+
+def default_mirrors(gpus, single_device=False):
+    """Whether strategy "default" mirrors over `gpus` local GPUs: several, and
+    not `single_device`.
+
+    Example:
+
+    >>> default_mirrors(0), default_mirrors(1), default_mirrors(8)
+    (False, False, True)
+    >>> default_mirrors(8, single_device=True)
+    False
+    """
+    return gpus > 1 and not single_device
+
+
+def resolve_jit_compile(setting, devices):
+    """Whether the training step is compiled with XLA (`compile(jit_compile=)`).
+
+    "on" and "off" are as given. "auto" is on when the strategy runs on one
+    GPU, as Keras's own "auto" is; off on CPUs, where Keras does not use
+    XLA either, and with several replicas, where Keras turns it off
+    (keras-team/keras#18716; sparse gradients fail under XLA with
+    MirroredStrategy, keras-team/tf-keras#99), so "on" there may fail.
+    XLA compiles the step once for each batch shape: the token-budget
+    batches have a few dozen (buckets times lengths); "off" saves those
+    compilations.
+
+    Args:
+        setting: one of `JIT_COMPILE`.
+        devices: the names of the strategy's replica devices
+            (`strategy_devices`).
+
+    Example:
+
+    >>> resolve_jit_compile("auto", ["/job:localhost/replica:0/task:0/device:GPU:0"])
+    True
+    >>> resolve_jit_compile("auto", ["/device:CPU:0"])
+    False
+    >>> resolve_jit_compile("auto", ["/device:GPU:0", "/device:GPU:1"])
+    False
+    >>> resolve_jit_compile("on", ["/device:CPU:0"])
+    True
+    """
+    check_jit_compile(setting)
+    if setting != "auto":
+        return setting == "on"
+    return len(devices) == 1 and ":GPU:" in devices[0].upper()
+
+
+def check_jit_compile(setting):
+    """Raises `ValueError` unless `setting` is one of `JIT_COMPILE`."""
+    if setting not in JIT_COMPILE:
+        raise ValueError(f"jit_compile must be one of {JIT_COMPILE}, got {setting!r}.")
+
+
+def strategy_devices(strategy):
+    """The names of the devices `strategy`'s replicas run on, on this host.
+
+    TensorFlow's default strategy names none: it runs on the first GPU, else
+    the CPU.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> strategy_devices(tf.distribute.MirroredStrategy(["/cpu:0"]))
+    ['/job:localhost/replica:0/task:0/device:CPU:0']
+    """
+    import tensorflow as tf
+
+    try:
+        return list(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy
+        kind = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
+        return [f"/device:{kind}:0"]
 
 
 def check_strategy(name, logical_cpus=0):
