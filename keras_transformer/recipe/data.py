@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import shutil
 
 import tensorflow as tf
 
@@ -14,6 +15,7 @@ from keras_transformer.data import (
     mix_pairs,
     train_tokenizer,
 )
+from keras_transformer.data.tokenizer import check_vocabulary
 from keras_transformer.recipe.config import sample_size
 
 
@@ -125,6 +127,39 @@ class RunData:
         )
 
 
+def settle_vocabulary(config, run_dir):
+    """`config` with the vocabulary it reuses (`data.vocab`) checked and
+    `data.vocab_size` that model's size; `config` itself without one.
+
+    Called before the run folder is used: a missing file, one that is not a
+    SentencePiece model or lacks the package's reserved ids, a `vocab_size`
+    that is not the model's, or a model that is not the vocabulary of the
+    run to resume in `run_dir` is a one-line error.
+    """
+    data = config.data
+    if not data.vocab:
+        return config
+    if not os.path.isfile(data.vocab):
+        raise FileNotFoundError(f"The vocabulary {data.vocab!r} does not exist.")
+    with open(data.vocab, "rb") as file:
+        model = file.read()
+    pieces = check_vocabulary(model, data.vocab)
+    if data.vocab_size not in (None, pieces):
+        raise ValueError(
+            f"vocab_size is {data.vocab_size}, but the vocabulary {data.vocab} has "
+            f"{pieces} pieces: leave vocab_size (--vocab-size) out with vocab."
+        )
+    if not config.output.overwrite and os.path.exists(run_dir.tokenizer):
+        with open(run_dir.tokenizer, "rb") as file:
+            if file.read() != model:
+                raise ValueError(
+                    f"{data.vocab} is not the vocabulary of the run in "
+                    f"{run_dir.path} (its tokenizer.model differs). Pass "
+                    "--overwrite to start over there, or another --output-dir."
+                )
+    return config.replace(data={"vocab_size": pieces})
+
+
 def load_run_data(config, run_dir, splits, log):
     """The `RunData` of `splits`: the run's tokenizer, trained if new."""
     test = splits["test"].take(sample_size(config.evaluation.test_sample) or -1)
@@ -132,16 +167,21 @@ def load_run_data(config, run_dir, splits, log):
         splits=splits,
         validation=dataset_to_lists(splits["validation"]),
         test=dataset_to_lists(test),
-        tokenizer=_tokenizer(run_dir, splits["train"], config.data.vocab_size, log),
+        tokenizer=_tokenizer(run_dir, splits["train"], config.data, log),
     )
 
 
-def _tokenizer(run_dir, train_pairs, vocab_size, log):
+def _tokenizer(run_dir, train_pairs, data, log):
+    """The run's vocabulary: its own, the one it reuses, or a new one trained on
+    the training pairs (a random sample of them beyond `SAMPLE_SENTENCES`)."""
     if os.path.exists(run_dir.tokenizer):
         return SubwordTokenizer.load(run_dir.tokenizer)
-    log(f"Training a {vocab_size}-piece SentencePiece vocabulary...")
-    sources, targets = dataset_to_lists(train_pairs)
-    tokenizer = train_tokenizer(sources + targets, vocab_size)
+    if data.vocab:
+        log(f"Using the {data.vocab_size}-piece vocabulary {data.vocab}.")
+        shutil.copyfile(data.vocab, run_dir.tokenizer)
+        return SubwordTokenizer.load(run_dir.tokenizer)
+    log(f"Training a {data.vocab_size}-piece SentencePiece vocabulary...")
+    tokenizer = train_tokenizer(train_pairs, data.vocab_size)
     tokenizer.save(run_dir.tokenizer)
     return tokenizer
 

@@ -6,6 +6,8 @@ import re
 
 from keras_transformer.recipe.settings import check_at_least, setting
 
+DEFAULT_VOCAB_SIZE = 8000  # pieces of a vocabulary the run trains itself
+
 
 @dataclasses.dataclass(frozen=True)
 class DataSection:
@@ -47,7 +49,18 @@ class DataSection:
         "(default: all of it, once per pass)",
     )
     data_dir: str | None = setting(None, "TFDS data folder")
-    vocab_size: int = setting(8000, "pieces of the shared SentencePiece vocabulary")
+    vocab_size: int | None = setting(
+        None,
+        "pieces of the shared SentencePiece vocabulary (default: 8000; with "
+        "--vocab: the model's, and another number is an error)",
+    )
+    vocab: str | None = setting(
+        None,
+        "use this SentencePiece model as the vocabulary instead of training one:"
+        " another run's tokenizer.model, or your own trained with ids 0 padding, "
+        "1 start, 2 end, 3 unknown (--pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3)",
+        metavar="FILE",
+    )
     bidirectional: bool = setting(
         False, "also train target-to-source on the training pairs"
     )
@@ -56,7 +69,8 @@ class DataSection:
         for name in ("train_files", "valid_files", "test_files"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         _check_files(self)
-        check_at_least("vocab_size", self.vocab_size, 1)
+        if self.vocab_size is not None:
+            check_at_least("vocab_size", self.vocab_size, 1)
         if self.extra_train_fraction is not None:
             from keras_transformer.data.pipeline import check_fraction
 
@@ -72,12 +86,18 @@ class DataSection:
         return self.corpus == "files"
 
     def resolved(self):
-        """This section with `corpus` settled and Ding's languages filled in.
+        """This section with `corpus` settled, Ding's languages filled in and
+        `vocab_size` 8000 unless given or a `vocab` is (the run reads that
+        model's size: `recipe.data.settle_vocabulary`).
 
         Example:
 
         >>> DataSection(target_language="de").resolved().source_language
         'en'
+        >>> DataSection().resolved().vocab_size
+        8000
+        >>> print(DataSection(vocab="runs/other/tokenizer.model").resolved().vocab_size)
+        None
         """
         given = any((self.train_files, self.valid_files, self.test_files))
         corpus = self.corpus or ("files" if given else "ding")
@@ -88,8 +108,15 @@ class DataSection:
             other = {"de": "en", "en": "de"}
             source = source or other.get(target, "de")
             target = target or other.get(source, "en")
+        vocab_size = self.vocab_size
+        if vocab_size is None and not self.vocab:
+            vocab_size = DEFAULT_VOCAB_SIZE
         return dataclasses.replace(
-            self, corpus=corpus, source_language=source, target_language=target
+            self,
+            corpus=corpus,
+            source_language=source,
+            target_language=target,
+            vocab_size=vocab_size,
         )
 
     def name(self):

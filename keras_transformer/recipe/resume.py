@@ -22,6 +22,7 @@ MUST_MATCH = (
     "data.test_files",
     "data.extra_train_split",
     "data.vocab_size",
+    "data.vocab",
     "model",
 )
 # Sections that change nothing training did.

@@ -10,7 +10,12 @@ import keras
 
 from keras_transformer.export import export_translator
 from keras_transformer.recipe import trainer
-from keras_transformer.recipe.data import count, load_run_data, load_splits
+from keras_transformer.recipe.data import (
+    count,
+    load_run_data,
+    load_splits,
+    settle_vocabulary,
+)
 from keras_transformer.recipe.evaluation import score_test_split
 from keras_transformer.recipe.plan import make_plan
 from keras_transformer.recipe.resume import (
@@ -45,6 +50,7 @@ def run(config, log=print):
     )
     folders = worker_folders(config, strategy)
     splits = load_splits(config.data, config.training.seed, log)  # bad data: here
+    config = settle_vocabulary(config, folders.run)  # and a bad --vocab
     finished = settle_previous_run(folders.run, config, log)
     if finished is not None:
         return finished
