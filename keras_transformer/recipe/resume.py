@@ -104,9 +104,7 @@ def settle_previous_run(run_dir, config, log):
             f"({'; '.join(differing)}). Pass --overwrite to start over there, or "
             "another --output-dir."
         )
-    if os.path.exists(run_dir.results) and not changed_training_settings(
-        run_dir, config
-    ):
+    if os.path.exists(run_dir.results) and not _training_changes(differences):
         results = run_dir.read_results()
         log(
             f"The run in {run_dir.path} is finished: test BLEU {results['bleu']:.2f}"
@@ -133,8 +131,13 @@ def changed_training_settings(run_dir, config):
     """
     if not run_dir.exists():
         return []
+    return _training_changes(_differences(run_dir.read_config(), config))
+
+
+def _training_changes(differences):
+    """["section.key: old -> new", ...] of `_differences` that training sees."""
     return [
         f"{name}: {old!r} -> {new!r}"
-        for name, (old, new) in _differences(run_dir.read_config(), config).items()
+        for name, (old, new) in differences.items()
         if name.partition(".")[0] not in NOT_TRAINING
     ]

@@ -77,9 +77,6 @@ class RunDirectory:
             )
         return path
 
-    def check_writable(self):
-        check_writable(self.path)
-
     def clear(self):
         """Deletes the run here and leaves the folder empty."""
         shutil.rmtree(self.path)

@@ -15,7 +15,7 @@ from keras_transformer.recipe.data import (
     settle_vocabulary,
 )
 from keras_transformer.recipe.resume import settle_previous_run
-from keras_transformer.recipe.run_directory import RunDirectory
+from keras_transformer.recipe.run_directory import RunDirectory, check_writable
 
 
 def write_pairs(path, count):
@@ -79,7 +79,7 @@ def test_a_reused_vocabulary_gives_the_source_runs_ids(tmp_path):
     run_dir = RunDirectory(tmp_path / "run")
     config = settle_vocabulary(config, run_dir)
     logged = []
-    run_dir.check_writable()
+    check_writable(run_dir.path)
     data = load_run_data(config, run_dir, load_splits(config.data), logged.append)
     assert logged == [f"Using the {pieces}-piece vocabulary {source.tokenizer}."]
     with open(run_dir.tokenizer, "rb") as copy, open(source.tokenizer, "rb") as file:
@@ -127,7 +127,7 @@ def test_a_run_resumes_only_with_the_same_vocabulary(tmp_path):
     must still be the run's vocabulary."""
     run_dir = RunDirectory(tmp_path / "run")
     trained = config_of(tmp_path)
-    run_dir.check_writable()
+    check_writable(run_dir.path)
     run_dir.write_config(trained)
     write_vocabulary(tmp_path / "own.model")
     command = config_of(tmp_path, vocab=str(tmp_path / "own.model"))
