@@ -11,6 +11,7 @@ from keras_transformer.data.corpora import (
     load_translation_corpus,
     resolve_language_pair,
 )
+from keras_transformer.data.corpus_scan import split_pairs
 from keras_transformer.data.ding import (
     DING_PATH,
     assign_split,
@@ -27,10 +28,11 @@ from keras_transformer.data.parallel_files import (
     load_parallel_files,
     load_text_corpus,
     pairs_to_dataset,
+)
+from keras_transformer.data.parallel_text import (
     read_pairs,
     read_parallel_files,
     read_tsv,
-    split_pairs,
 )
 from keras_transformer.data.pipeline import make_dataset, mix_pairs, model_example
 from keras_transformer.data.tfds_ding import DingDeEn

@@ -200,6 +200,7 @@ def load_translation_corpus(
     splits=DEFAULT_SPLITS,
     data_dir=None,
     download=True,
+    shuffle_seed=None,
 ):
     """Source-target pairs of a TFDS translation dataset, or of Ding, per split.
 
@@ -219,6 +220,10 @@ def load_translation_corpus(
         data_dir: where TFDS keeps its data (its default when None).
         download: whether a dataset that is not in `data_dir` may be
             downloaded; with False it must already be prepared there.
+        shuffle_seed: None reads each split in its stored order; a seed
+            reads its files (shards) in an order drawn anew on every pass,
+            several at once, for training (a dataset stored in a fixed
+            order, such as Ding, keeps it).
 
     Returns:
         A dict from each split string to a `tf.data.Dataset` of
@@ -243,8 +248,12 @@ def load_translation_corpus(
     builder, source, target = _resolve(name, source, target, data_dir)
     _prepare(builder, download)
     corpus = {}
+    shuffled = shuffle_seed is not None and not builder.info.disable_shuffling
+    read_config = tfds.ReadConfig(shuffle_seed=shuffle_seed) if shuffled else None
     for split in splits:
-        examples = builder.as_dataset(split=split)
+        examples = builder.as_dataset(
+            split=split, shuffle_files=shuffled, read_config=read_config
+        )
         corpus[split] = examples.map(
             lambda example: (example[source], example[target]),
             num_parallel_calls=tf.data.AUTOTUNE,

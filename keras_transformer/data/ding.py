@@ -88,8 +88,24 @@ def assign_split(source, validation_fraction=0.05, test_fraction=0.05, salt=""):
             "validation_fraction + test_fraction must be <= 1, got "
             f"{validation_fraction} + {test_fraction}."
         )
+    return split_at(split_position(source, salt), validation_fraction, test_fraction)
+
+
+def split_position(source, salt=""):
+    """Where a source falls in [0, 1): a SHA-256 hash of its `source_key`.
+
+    Example:
+
+    >>> 0.0 <= split_position("Er kommt.") == split_position("er kommt!") < 1.0
+    True
+    """
     digest = hashlib.sha256((salt + source_key(source)).encode("utf-8")).digest()
-    position = int.from_bytes(digest[:8], "big") / 2**64  # uniform in [0, 1)
+    return int.from_bytes(digest[:8], "big") / 2**64  # uniform in [0, 1)
+
+
+def split_at(position, validation_fraction, test_fraction):
+    """The split of a `split_position`: test below `test_fraction`, then
+    validation for `validation_fraction` more, then train."""
     if position < test_fraction:
         return "test"
     if position < test_fraction + validation_fraction:

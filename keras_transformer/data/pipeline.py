@@ -1,5 +1,7 @@
 """The tf.data pipeline from sentence pairs to `model.fit` batches."""
 
+import math
+
 import tensorflow as tf
 
 from keras_transformer.data.tokenizer import END_ID, START_ID
@@ -185,6 +187,22 @@ def make_dataset(
         pairs = pairs.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         pairs = pairs.repeat()
+    examples = _examples(pairs, tokenizer, max_length, drop_long, sampling_alpha)
+    bounds, batch_sizes = bucket_sizes(max_length, tokens_per_batch, batch_multiple)
+    batches = examples.bucket_by_sequence_length(
+        element_length_func=_example_length,
+        bucket_boundaries=bounds,
+        bucket_batch_sizes=batch_sizes,
+    )
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA
+    )
+    return batches.prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+def _examples(pairs, tokenizer, max_length, drop_long=False, sampling_alpha=None):
+    """The `model_example`s of `pairs`, tokenized 256 pairs at a time."""
     if sampling_alpha is not None:
         tokenizer = tokenizer.sampling(sampling_alpha)
     tokenized = pairs.batch(256).map(
@@ -198,26 +216,68 @@ def make_dataset(
                 tf.maximum(tf.size(source), tf.size(target)) + 1 <= max_length
             )
         )
-    examples = tokenized.map(
+    return tokenized.map(
         lambda source, target: model_example(source, target, max_length),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
-    boundaries = _bucket_limits(max_length)
-    batch_sizes = [tokens_per_batch // limit for limit in boundaries]
-    batch_sizes.append(tokens_per_batch // max_length)
-    batch_sizes = [
-        max(size // batch_multiple, 1) * batch_multiple for size in batch_sizes
-    ]
-    batches = examples.bucket_by_sequence_length(
-        element_length_func=_example_length,
-        bucket_boundaries=[limit + 1 for limit in boundaries],  # exclusive bounds
-        bucket_batch_sizes=batch_sizes,
+
+
+def bucket_sizes(max_length, tokens_per_batch, batch_multiple=1):
+    """`(bounds, batch_sizes)` of `make_dataset`'s length buckets.
+
+    A bucket holds examples shorter than its (exclusive) bound, the last one
+    those up to `max_length`; `batch_sizes` has one size more than `bounds`.
+
+    Example:
+
+    >>> bucket_sizes(32, 1024)
+    ([9, 17, 25], [128, 64, 42, 32])
+    """
+    limits = _bucket_limits(max_length)
+    sizes = [tokens_per_batch // limit for limit in limits + [max_length]]
+    sizes = [max(size // batch_multiple, 1) * batch_multiple for size in sizes]
+    return [limit + 1 for limit in limits], sizes
+
+
+def batches_in_pass(
+    pairs,
+    tokenizer,
+    scale=1.0,
+    max_length=64,
+    tokens_per_batch=4096,
+    batch_multiple=1,
+    sampling_alpha=None,
+):
+    """The batches `make_dataset` makes of one pass over `pairs` times `scale`.
+
+    Counts the examples of each length bucket and divides by the bucket's
+    batch size, rounding up as the last batch of a bucket does: with
+    `scale=1` it is the number of batches `make_dataset(pairs, ...)` gives
+    (tested), and for a sample of a corpus, `scale` = corpus / sample
+    estimates the corpus's without tokenizing all of it.
+
+    Args:
+        pairs: a finite dataset of (source, target) strings.
+        tokenizer: a `SubwordTokenizer`.
+        scale: how many times larger the corpus is than `pairs`.
+        max_length, tokens_per_batch, batch_multiple, sampling_alpha: as
+            for `make_dataset`.
+    """
+    bounds, batch_sizes = bucket_sizes(max_length, tokens_per_batch, batch_multiple)
+    examples = _examples(pairs, tokenizer, max_length, sampling_alpha=sampling_alpha)
+    lengths = examples.map(_example_length).batch(4096)
+    buckets = lengths.map(
+        lambda length: tf.math.bincount(
+            tf.searchsorted(tf.constant(bounds, length.dtype), length, side="right"),
+            minlength=len(batch_sizes),
+            maxlength=len(batch_sizes),
+        )
     )
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.DATA
+    counts = buckets.reduce(tf.zeros([len(batch_sizes)], tf.int32), tf.add).numpy()
+    return sum(
+        math.ceil(count * scale / size)
+        for count, size in zip(counts, batch_sizes, strict=True)
     )
-    return batches.prefetch(tf.data.AUTOTUNE).with_options(options)
 
 
 def _example_length(inputs, labels):

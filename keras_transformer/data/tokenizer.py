@@ -30,6 +30,7 @@ def train_tokenizer(
     byte_fallback=True,
     sample_size=SAMPLE_SENTENCES,
     seed=0,
+    num_threads=None,
 ):
     """Learns a SentencePiece vocabulary from sentences, or from a sample of them.
 
@@ -59,6 +60,9 @@ def train_tokenizer(
         byte_fallback: spell unseen characters as bytes instead of unknown.
         sample_size: most sentences to train on.
         seed: the seed of the sample.
+        num_threads: SentencePiece's threads; None for `SAMPLED_THREADS`
+            when the texts are sampled, else 1. Pass `SAMPLED_THREADS` for
+            texts that are already a sample of a larger corpus.
 
     Returns:
         A `SubwordTokenizer`.
@@ -95,7 +99,7 @@ def train_tokenizer(
             unk_id=UNKNOWN_ID,
             character_coverage=1.0,
             shuffle_input_sentence=False,
-            num_threads=SAMPLED_THREADS if sampled else 1,
+            num_threads=num_threads or (SAMPLED_THREADS if sampled else 1),
             hard_vocab_limit=False,
             byte_fallback=byte_fallback,
             minloglevel=2,

@@ -13,57 +13,114 @@ from keras_transformer.data import (
     load_translation_corpus,
     make_dataset,
     mix_pairs,
+    pairs_to_dataset,
     train_tokenizer,
 )
-from keras_transformer.data.tokenizer import check_vocabulary
+from keras_transformer.data.corpus_scan import SAMPLE_PAIRS
+from keras_transformer.data.pipeline import batches_in_pass
+from keras_transformer.data.tokenizer import SAMPLED_THREADS, check_vocabulary
 from keras_transformer.recipe.config import sample_size
 
 
-def load_splits(data, seed=0, log=None):
-    """The data section's corpus as {"train", "validation", "test"} datasets
-    of (source, target) string pairs.
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """A run's corpus: its splits, and the training pairs that stand for all.
 
-    With `log`, says which splits of your files were held out, and how.
-    Bad files fail here, before anything is written.
+    `sample` is the text the vocabulary is trained on and the batches of a
+    pass are estimated from: all the training pairs when there are at most
+    `SAMPLE_PAIRS` (`sampled` False), else a sample of that many.
+    """
+
+    splits: dict  # "train", "validation", "test": datasets of (source, target)
+    training_pairs: int  # in a pass, each direction counted
+    sample: tf.data.Dataset
+    sampled: bool
+
+    def sample_scale(self):
+        """How many times more training pairs there are than in the sample."""
+        return self.training_pairs / count(self.sample) if self.sampled else 1.0
+
+
+def load_splits(data, seed=0, log=None):
+    """The data section's `Corpus`: its {"train", "validation", "test"}
+    datasets of (source, target) string pairs, and what stands for training.
+
+    Your files are read once here, as a stream, to check them (bad files fail
+    here, before anything is written), to hold out the splits not given and
+    to sample training; with `log`, says what was held out or left out.
     """
     if data.is_files:
-        splits, held_out = load_parallel_files(
-            data.train_files, data.valid_files, data.test_files
-        )
-        if held_out and log:
-            log(
-                f"Held out {' and '.join(held_out)} from {' '.join(data.train_files)}:"
-                f" {max(held_out.values()):.1%} of the sources each, by a hash of"
-                " the source sentence (give --valid-files / --test-files for your own)."
-            )
+        corpus = _file_corpus(data, seed, log or (lambda line: None))
     else:
-        splits = _named_corpus(data, seed)
-    if data.bidirectional:
-        splits["train"] = splits["train"].flat_map(both_directions)
-    return splits
+        corpus = _named_corpus(data, seed)
+    if not data.bidirectional:
+        return corpus
+    return dataclasses.replace(
+        corpus,
+        splits={**corpus.splits, "train": both_ways(corpus.splits["train"])},
+        training_pairs=2 * corpus.training_pairs,
+        sample=both_ways(corpus.sample),
+    )
+
+
+def _file_corpus(data, seed, log):
+    splits, scan = load_parallel_files(
+        data.train_files, data.valid_files, data.test_files, seed=seed, log=log
+    )
+    files = " ".join(data.train_files)
+    if scan.fractions:
+        log(
+            f"Held out {' and '.join(scan.fractions)} from {files}: "
+            f"{max(scan.fractions.values()):.1%} of the sources each, by a hash of"
+            " the source sentence (give --valid-files / --test-files for your own)."
+        )
+    if scan.dropped:
+        log(f"Left out {scan.dropped:,} pairs of {files} with an empty side.")
+    return Corpus(
+        splits, scan.training_pairs, pairs_to_dataset(scan.sample), scan.sampled
+    )
 
 
 def _named_corpus(data, seed):
     extra = data.extra_train_split
     mixed = bool(extra) and data.extra_train_fraction is not None
     train = f"train+{extra}" if extra and not mixed else "train"
-    splits = load_translation_corpus(
-        data.corpus,
-        data.source_language,
-        data.target_language,
-        splits=(train, "validation", "test") + ((extra,) if mixed else ()),
-        data_dir=data.data_dir,
-        download=data.corpus != "ding",
-    )
+    training = (train,) + ((extra,) if mixed else ())
+
+    def load(splits, shuffle_seed=None):
+        return load_translation_corpus(
+            data.corpus,
+            data.source_language,
+            data.target_language,
+            splits=splits,
+            data_dir=data.data_dir,
+            download=data.corpus != "ding",
+            shuffle_seed=shuffle_seed,
+        )
+
+    splits = {**load(training, shuffle_seed=seed), **load(("validation", "test"))}
     if mixed:
         splits[train] = mix_pairs(
             splits[train], splits[extra], data.extra_train_fraction, seed
         )
-    return {
-        "train": splits[train],
-        "validation": splits["validation"],
-        "test": splits["test"],
-    }
+    pairs = splits[train]
+    size = int(pairs.cardinality())
+    size = size if size >= 0 else count(pairs)  # a mixed pass is drawn: counted
+    return Corpus(
+        splits={
+            "train": pairs,
+            "validation": splits["validation"],
+            "test": splits["test"],
+        },
+        training_pairs=size,
+        sample=pairs.take(SAMPLE_PAIRS),
+        sampled=size > SAMPLE_PAIRS,
+    )
+
+
+def both_ways(pairs):
+    """Each pair of `pairs`, then its reverse."""
+    return pairs.flat_map(both_directions)
 
 
 def both_directions(source, target):
@@ -75,12 +132,16 @@ def both_directions(source, target):
 
 @dataclasses.dataclass(frozen=True)
 class RunData:
-    """What a run reads: the splits, the held-out text, the vocabulary."""
+    """What a run reads: the corpus, the held-out text, the vocabulary."""
 
-    splits: dict
+    corpus: Corpus
     validation: tuple  # (sources, targets), lists of str
     test: tuple  # the first `test_sample` test pairs
     tokenizer: SubwordTokenizer
+
+    @property
+    def splits(self):
+        return self.corpus.splits
 
     def batches(self, pairs, config, replicas, **kwargs):
         """`make_dataset` batches of `pairs` with the run's settings."""
@@ -93,30 +154,43 @@ class RunData:
             **kwargs,
         )
 
-    def training_stream(self, config, replicas):
-        """The training batches, repeated, shuffled and sampled as configured."""
+    def training_stream(self, config, replicas, step=0):
+        """The training batches, repeated, shuffled and sampled as configured.
+
+        A stream for a run resumed at `step` is shuffled with a seed of its
+        own, drawn from the run's seed and the step, instead of reading the
+        run's stream again up to the step: a resumed run starts a new pass,
+        in an order of its own that is the same on every rerun.
+        """
         training = config.training
+        seed = (
+            training.seed if step == 0 else (training.seed * 1_000_003 + step) % 2**31
+        )
         return self.batches(
             self.splits["train"],
             config,
             replicas,
             repeat=True,
-            seed=training.seed,
+            shuffle_buffer=training.shuffle_buffer,
+            seed=seed,
             sampling_alpha=training.sampling_alpha,
         )
 
     def batches_per_pass(self, config, replicas):
-        """Batches in one pass over the training data, segmented as training
-        segments it (with `sampling_alpha`, one sampled pass)."""
-        one_pass = self.batches(
-            self.splits["train"],
-            config,
-            replicas,
-            shuffle_buffer=0,
-            seed=config.training.seed,
+        """`(batches, estimated)`: the batches of one pass over the training
+        data, segmented as training segments it (with `sampling_alpha`, one
+        sampled pass); counted from the sample and scaled to the corpus when
+        the corpus is larger than its sample."""
+        batches = batches_in_pass(
+            self.corpus.sample,
+            self.tokenizer,
+            scale=self.corpus.sample_scale(),
+            max_length=config.model.max_length,
+            tokens_per_batch=config.training.tokens_per_batch,
+            batch_multiple=replicas,
             sampling_alpha=config.training.sampling_alpha,
         )
-        return count(one_pass)
+        return batches, self.corpus.sampled
 
     def validation_batches(self, config, replicas):
         validation = self.batches(
@@ -160,28 +234,58 @@ def settle_vocabulary(config, run_dir):
     return config.replace(data={"vocab_size": pieces})
 
 
-def load_run_data(config, run_dir, splits, log):
-    """The `RunData` of `splits`: the run's tokenizer, trained if new."""
+def load_run_data(config, run_dir, corpus, log):
+    """The `RunData` of `corpus`: the run's tokenizer, trained if new."""
+    splits = corpus.splits
     test = splits["test"].take(sample_size(config.evaluation.test_sample) or -1)
     return RunData(
-        splits=splits,
+        corpus=corpus,
         validation=dataset_to_lists(splits["validation"]),
         test=dataset_to_lists(test),
-        tokenizer=_tokenizer(run_dir, splits["train"], config.data, log),
+        tokenizer=_tokenizer(run_dir, corpus, config.data, log),
     )
 
 
-def _tokenizer(run_dir, train_pairs, data, log):
+def pass_size(data, config, replicas, run_dir):
+    """`(batches, estimated)` of a pass (`RunData.batches_per_pass`), saved
+    in the run folder so that a resume of the same settings reads it."""
+    settings = {
+        "training_pairs": data.corpus.training_pairs,
+        "max_length": config.model.max_length,
+        "tokens_per_batch": config.training.tokens_per_batch,
+        "replicas": replicas,
+        "sampling_alpha": config.training.sampling_alpha,
+    }
+    saved = run_dir.read_pass_size()
+    if saved and saved["settings"] == settings:
+        return saved["batches"], saved["estimated"]
+    batches, estimated = data.batches_per_pass(config, replicas)
+    run_dir.write_pass_size(
+        {"settings": settings, "batches": batches, "estimated": estimated}
+    )
+    return batches, estimated
+
+
+def _tokenizer(run_dir, corpus, data, log):
     """The run's vocabulary: its own, the one it reuses, or a new one trained on
-    the training pairs (a random sample of them beyond `SAMPLE_SENTENCES`)."""
+    the corpus's training sample (all the training pairs when few enough)."""
     if os.path.exists(run_dir.tokenizer):
         return SubwordTokenizer.load(run_dir.tokenizer)
     if data.vocab:
         log(f"Using the {data.vocab_size}-piece vocabulary {data.vocab}.")
         shutil.copyfile(data.vocab, run_dir.tokenizer)
         return SubwordTokenizer.load(run_dir.tokenizer)
-    log(f"Training a {data.vocab_size}-piece SentencePiece vocabulary...")
-    tokenizer = train_tokenizer(train_pairs, data.vocab_size)
+    sample = (
+        f" on a sample of {SAMPLE_PAIRS:,} of the {corpus.training_pairs:,} pairs"
+        if corpus.sampled
+        else ""
+    )
+    log(f"Training a {data.vocab_size}-piece SentencePiece vocabulary{sample}...")
+    tokenizer = train_tokenizer(
+        corpus.sample,
+        data.vocab_size,
+        num_threads=SAMPLED_THREADS if corpus.sampled else None,
+    )
     tokenizer.save(run_dir.tokenizer)
     return tokenizer
 

@@ -99,7 +99,7 @@ def evaluate_run(
     beam_size, alpha = decoding_settings(
         beam_size, alpha, dataclasses.asdict(evaluation)
     )
-    pairs = load_splits(config.data, config.training.seed)[split]
+    pairs = load_splits(config.data, config.training.seed).splits[split]
     sources, targets = dataset_to_lists(pairs.take(sample or -1))
     model, paths = checkpoints_model(
         run,

@@ -37,6 +37,7 @@ class TrainingPlan:
     vocab_size: int
     tokens_per_batch: int
     batches_per_pass: int
+    batches_estimated: bool  # from a sample of the corpus, not counted
     epochs: int
     steps_per_epoch: int
     length_rule: str | None  # a key of LENGTH_RULES; None: the config's
@@ -82,7 +83,7 @@ class TrainingPlan:
             f"from {_tokens(PAPER_CORPUS_TOKENS)} tokens a pass"
         )
         length = (
-            f"by default for {self.batches_per_pass:,} batches a pass: "
+            f"by default for {self._pass_batches()} a pass: "
             f"{LENGTH_RULES[self.length_rule]} ({budget})"
             if self.length_is_default
             else f"set by the config ({budget})"
@@ -95,11 +96,16 @@ class TrainingPlan:
             else ""
         )
         resuming = f", resuming at step {resumed_step}" if resumed_step else ""
+        estimate = (
+            " (estimated from a sample of the training pairs)"
+            if self.batches_estimated
+            else ""
+        )
         return (
             f"Data: {self.training_pairs:,} training pairs{both_ways}, "
             f"{self.validation_pairs:,} validation, {self.test_pairs:,} test; "
-            f"vocabulary: {self.vocab_size:,} pieces; {self.batches_per_pass:,} "
-            f"batches of up to {self.tokens_per_batch:,} tokens a pass\n"
+            f"vocabulary: {self.vocab_size:,} pieces; {self._pass_batches()} of up "
+            f"to {self.tokens_per_batch:,} tokens a pass{estimate}\n"
             f"Model: {parameters:,} parameters, {self.model}\n"
             f"Training: {self.epochs} epochs of {self.steps_per_epoch} steps, "
             f"{self.updates:,} updates, warm-up {self.warmup_steps}, cool-down "
@@ -110,6 +116,10 @@ class TrainingPlan:
             f"{self.tokens_per_batch:,} tokens, {replica_tokens:,} a replica"
             f"{accumulated}{resuming}"
         )
+
+    def _pass_batches(self):
+        about = "about " if self.batches_estimated else ""
+        return f"{about}{self.batches_per_pass:,} batches"
 
 
 def _tokens(count):
@@ -172,6 +182,7 @@ def make_plan(
     replicas,
     precision,
     jit_compile=False,
+    batches_estimated=False,
 ):
     """The `TrainingPlan` of `config` on data of `sizes`.
 
@@ -184,6 +195,7 @@ def make_plan(
         replicas: the strategy's replicas in sync.
         precision: the dtype policy the run trains in.
         jit_compile: whether the training step is compiled with XLA.
+        batches_estimated: whether `batches_per_pass` is an estimate.
     """
     training = config.training
     epochs, steps_per_epoch, default = _length(
@@ -198,6 +210,7 @@ def make_plan(
         vocab_size=vocab_size,
         tokens_per_batch=training.tokens_per_batch,
         batches_per_pass=batches_per_pass,
+        batches_estimated=batches_estimated,
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
         length_rule=None if training.epochs else default.rule,

@@ -11,9 +11,9 @@ import keras
 from keras_transformer.export import export_translator
 from keras_transformer.recipe import trainer
 from keras_transformer.recipe.data import (
-    count,
     load_run_data,
     load_splits,
+    pass_size,
     settle_vocabulary,
 )
 from keras_transformer.recipe.evaluation import score_test_split
@@ -49,7 +49,7 @@ def run(config, log=print):
         single_device=config.training.gradient_accumulation > 1,
     )
     folders = worker_folders(config, strategy)
-    splits = load_splits(config.data, config.training.seed, log)  # bad data: here
+    corpus = load_splits(config.data, config.training.seed, log)  # bad data: here
     config = settle_vocabulary(config, folders.run)  # and a bad --vocab
     finished = settle_previous_run(folders.run, config, log)
     if finished is not None:
@@ -59,8 +59,8 @@ def run(config, log=print):
     keras.utils.set_random_seed(config.training.seed)
     precision = resolve_precision(config.runtime.precision)
     with global_dtype_policy(precision):
-        data = load_run_data(config, folders.run, splits, log)
-        plan = plan_run(config, data, strategy, precision)
+        data = load_run_data(config, folders.run, corpus, log)
+        plan = plan_run(config, data, strategy, precision, folders.run)
         trained = trainer.train(plan, config, data, folders, strategy, changed, log)
         average_and_save(trained, config, folders.run, log)
         scores, translations = score_test_split(trained.translator, data, config, log)
@@ -86,25 +86,27 @@ def run(config, log=print):
     return results
 
 
-def plan_run(config, data, strategy, precision):
+def plan_run(config, data, strategy, precision, run_dir):
     """The `TrainingPlan` of `config` on `data` under `strategy`."""
     replicas = strategy.num_replicas_in_sync
     jit_compile = resolve_jit_compile(
         config.runtime.jit_compile, strategy_devices(strategy)
     )
     sizes = {
-        "train": count(data.splits["train"]),
+        "train": data.corpus.training_pairs,
         "validation": len(data.validation[0]),
         "test": len(data.test[0]),
     }
+    batches, estimated = pass_size(data, config, replicas, run_dir)
     return make_plan(
         config,
         sizes,
         data.tokenizer.vocab_size,
-        data.batches_per_pass(config, replicas),
+        batches,
         replicas,
         precision,
         jit_compile,
+        batches_estimated=estimated,
     )
 
 

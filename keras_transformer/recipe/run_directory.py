@@ -5,6 +5,8 @@ runs/ding-de-en/
   model_config.json   the TransformerConfig
   tokenizer.model     the SentencePiece vocabulary
   schedule.json       the learning-rate schedule's config
+  pass_size.json      the batches of a pass over the training data (estimated
+                      at scale) and what they were computed for
   checkpoints/        model and optimizer state, numbered by step
   history.csv         one row per epoch (Keras's CSVLogger)
   logs/               TensorBoard; logs/attention/ the attention images
@@ -51,6 +53,7 @@ class RunDirectory:
     model_config = property(lambda self: self._file("model_config.json"))
     tokenizer = property(lambda self: self._file("tokenizer.model"))
     schedule = property(lambda self: self._file("schedule.json"))
+    pass_size = property(lambda self: self._file("pass_size.json"))
     checkpoints = property(lambda self: self._file("checkpoints"))
     history = property(lambda self: self._file("history.csv"))
     logs = property(lambda self: self._file("logs"))
@@ -104,6 +107,15 @@ class RunDirectory:
 
     def write_schedule(self, schedule_config):
         self._write_json(self.schedule, schedule_config)
+
+    def read_pass_size(self):
+        """The saved pass size, or None before one is saved."""
+        return (
+            self._read_json(self.pass_size) if os.path.exists(self.pass_size) else None
+        )
+
+    def write_pass_size(self, pass_size):
+        self._write_json(self.pass_size, pass_size)
 
     def read_results(self):
         return self._read_json(self.results)

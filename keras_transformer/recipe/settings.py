@@ -64,10 +64,18 @@ class TrainingSection:
     )
     checkpoint_every: int = setting(125, "steps between checkpoints", metavar="STEPS")
     seed: int = setting(0, "seed of initialisation and data order")
+    shuffle_buffer: int = setting(
+        20_000,
+        "training pairs shuffled together: a buffer filled from the stream as it"
+        " is read (about 300 bytes a pair); larger mixes a corpus that is sorted"
+        " or grouped by source better, 0 reads pairs in corpus order",
+        metavar="PAIRS",
+    )
 
     def __post_init__(self):
         for name in ("tokens_per_batch", "gradient_accumulation", "checkpoint_every"):
             check_at_least(name, getattr(self, name), 1)
+        check_at_least("shuffle_buffer", self.shuffle_buffer, 0)
         for name in ("epochs", "warmup_steps", "steps_per_epoch"):
             if getattr(self, name) is not None:
                 check_at_least(name, getattr(self, name), 1)

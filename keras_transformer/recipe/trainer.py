@@ -115,12 +115,15 @@ def callbacks(checkpoints, translator, data, config, run_dir, steps_left, log):
     return saver, chosen
 
 
-def fit_from(model, stream, validation, step, plan, callbacks):
-    """Trains from global `step` to the plan's last, the data stream resumed too.
+def fit_from(model, stream_at, validation, step, plan, callbacks):
+    """Trains from global `step` to the plan's last.
 
     Keras epochs always start at a step that is a multiple of
     `steps_per_epoch`; after a resume mid-epoch, a first `fit` finishes the
-    interrupted epoch with the remaining steps.
+    interrupted epoch with the remaining steps. Each `fit` reads
+    `stream_at(its first step)`: the training stream, or after a resume a
+    new one of its own (`RunData.training_stream`), never the stream read
+    again up to the step.
 
     Returns:
         {epoch number (from 1): {metric: value}}: the logs of the epochs
@@ -138,7 +141,7 @@ def fit_from(model, stream, validation, step, plan, callbacks):
     history = {}
     for first_epoch, end_epoch, steps in segments:
         fitted = model.fit(
-            stream.skip(step),
+            stream_at(step),
             validation_data=validation,
             initial_epoch=first_epoch,
             epochs=end_epoch,
@@ -219,7 +222,7 @@ def train(plan, config, data, folders, strategy, changed, log):
     started, cpu_started = time.time(), time.process_time()
     history = fit_from(
         model,
-        data.training_stream(config, replicas),
+        lambda step: data.training_stream(config, replicas, step),
         data.validation_batches(config, replicas),
         step,
         plan,

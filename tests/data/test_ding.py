@@ -219,12 +219,12 @@ def test_load_translation_corpus_in_the_other_direction(pairs, ding_data_dir):
 def test_ding_written_as_files_reads_back_as_a_files_corpus(tmp_path):
     folder = tmp_path / "ding"
     write_ding_files.main([str(folder), "--train-share", "0.1"])
-    splits, held_out = load_parallel_files(
+    splits, scan = load_parallel_files(
         [folder / "train.de", folder / "train.en"],
         [folder / "valid.de", folder / "valid.en"],
         [folder / "test.de", folder / "test.en"],
     )
-    assert held_out == {}
+    assert scan.fractions == {}
     ding = load_ding_pairs()
     assert int(splits["train"].cardinality()) == round(0.1 * len(ding["train"]))
     assert dataset_to_lists(splits["test"]) == tuple(

@@ -4,12 +4,8 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.data import ding
-from keras_transformer.data.parallel_files import (
-    load_text_corpus,
-    pairs_to_dataset,
-    read_parallel_files,
-    read_tsv,
-)
+from keras_transformer.data.parallel_files import load_text_corpus, pairs_to_dataset
+from keras_transformer.data.parallel_text import read_parallel_files, read_tsv
 
 
 def as_pairs(dataset):

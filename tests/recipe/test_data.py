@@ -24,8 +24,10 @@ def files_config(**data):
 
 def test_bidirectional_trains_on_every_pair_both_ways(tmp_path):
     tsv = write_pairs(tmp_path / "pairs.tsv", 200)
-    one_way = load_splits(files_config(train_files=[tsv]).data)
-    splits = load_splits(files_config(train_files=[tsv], bidirectional=True).data)
+    one_way = load_splits(files_config(train_files=[tsv]).data).splits
+    splits = load_splits(
+        files_config(train_files=[tsv], bidirectional=True).data
+    ).splits
     pairs = list(one_way["train"].as_numpy_iterator())
     both_ways = list(splits["train"].as_numpy_iterator())
     assert both_ways[0::2] == pairs and pairs  # each pair, then its reverse
@@ -39,7 +41,7 @@ def test_files_give_splits_or_have_them_held_out_and_said(tmp_path):
     valid = write_pairs(tmp_path / "valid.tsv", 7, start=1000)
     logged = []
     config = files_config(train_files=[train], valid_files=[valid])
-    splits = load_splits(config.data, log=logged.append)
+    splits = load_splits(config.data, log=logged.append).splits
     sizes = {name: int(split.cardinality()) for name, split in splits.items()}
     assert sizes["validation"] == 7 and sizes["train"] + sizes["test"] == 400
     assert 0 < sizes["test"] < 40  # 5% expected
@@ -49,7 +51,7 @@ def test_files_give_splits_or_have_them_held_out_and_said(tmp_path):
     ]
     logged.clear()
     given = files_config(train_files=[train], valid_files=[valid], test_files=[valid])
-    assert int(load_splits(given.data, log=logged.append)["train"].cardinality()) == 400
+    assert load_splits(given.data, log=logged.append).training_pairs == 400
     assert logged == []
 
 
@@ -74,7 +76,7 @@ def test_batches_a_pass_count_the_sampled_segmentation(tmp_path):
         )
         tokenizer = SubwordTokenizer.load(str(tmp_path / "t.model"))
         data = RunData(load_splits(config.data), ([], []), ([], []), tokenizer)
-        return data.batches_per_pass(config, 1)
+        return data.batches_per_pass(config, 1)[0]
 
     assert batches_a_pass(0.01) > batches_a_pass(None)
 
