@@ -65,7 +65,12 @@ def load_splits(data, seed=0, log=None):
 
 def _file_corpus(data, seed, log):
     splits, scan = load_parallel_files(
-        data.train_files, data.valid_files, data.test_files, seed=seed, log=log
+        data.train_files,
+        data.valid_files,
+        data.test_files,
+        sample_size=SAMPLE_PAIRS,
+        seed=seed,
+        log=log,
     )
     files = " ".join(data.train_files)
     if scan.fractions:
@@ -75,7 +80,7 @@ def _file_corpus(data, seed, log):
             " the source sentence (give --valid-files / --test-files for your own)."
         )
     if scan.dropped:
-        log(f"Left out {scan.dropped:,} pairs of {files} with an empty side.")
+        log(f"Left out the pairs of {files} with an empty side: {scan.dropped:,}.")
     return Corpus(
         splits, scan.training_pairs, pairs_to_dataset(scan.sample), scan.sampled
     )

@@ -11,6 +11,7 @@ from keras_transformer.data import (
     pairs_to_dataset,
     train_tokenizer,
 )
+from keras_transformer.data.pipeline import batches_in_pass
 from keras_transformer.export import Translator
 from keras_transformer.export.translator import TEXT
 
@@ -191,3 +192,28 @@ def test_mix_pairs_rejects_fractions_outside_zero_one(fraction):
     pairs = pairs_to_dataset([("a", "b")])
     with pytest.raises(ValueError, match="extra_fraction"):
         mix_pairs(pairs, pairs, fraction)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_length": 24, "tokens_per_batch": 512},
+        {"max_length": 96, "tokens_per_batch": 1000, "batch_multiple": 3},
+    ],
+)
+def test_batches_in_pass_are_the_batches_make_dataset_makes(setting, settings):
+    pairs, tokenizer = setting
+    made = make_dataset(
+        pairs_to_dataset(pairs), tokenizer, shuffle_buffer=0, **settings
+    )
+    counted = batches_in_pass(pairs_to_dataset(pairs), tokenizer, **settings)
+    assert counted == sum(1 for _ in made)
+
+
+def test_batches_in_pass_of_a_sample_estimate_the_whole(setting):
+    pairs, tokenizer = setting
+    settings = {"max_length": 32, "tokens_per_batch": 1024}
+    whole = batches_in_pass(pairs_to_dataset(pairs), tokenizer, **settings)
+    quarter = pairs_to_dataset(pairs).shuffle(3000, seed=1).take(750)
+    estimate = batches_in_pass(quarter, tokenizer, scale=4.0, **settings)
+    assert abs(estimate - whole) <= 0.05 * whole

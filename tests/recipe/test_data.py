@@ -1,11 +1,17 @@
 """A run's data: splits of files, both directions, batches a pass."""
 
+import os
+import types
+
 import pytest
 
 from keras_transformer.cli import main
-from keras_transformer.data import SubwordTokenizer, train_tokenizer
+from keras_transformer.data import SubwordTokenizer, make_dataset, train_tokenizer
+from keras_transformer.recipe import data as recipe_data
 from keras_transformer.recipe.config import RunConfig
 from keras_transformer.recipe.data import RunData, load_splits
+from keras_transformer.recipe.run_directory import RunDirectory
+from keras_transformer.recipe.trainer import fit_from
 
 
 def write_pairs(path, count, start=0):
@@ -108,3 +114,78 @@ def test_bad_data_is_one_line_before_the_run_folder_is_used(
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
     assert not (tmp_path / "run" / "job.json").exists()
+
+
+def test_a_corpus_beyond_the_sample_is_estimated_and_the_estimate_kept(
+    tmp_path, monkeypatch
+):
+    """Beyond `SAMPLE_PAIRS` training pairs, the vocabulary and the batches of
+    a pass come from a sample; the estimate is saved for a resume."""
+    monkeypatch.setattr(recipe_data, "SAMPLE_PAIRS", 400)
+    tsv = write_pairs(tmp_path / "pairs.tsv", 3000)
+    config = RunConfig.from_dict(
+        {
+            "data": {"train_files": [tsv], "vocab_size": 300},
+            "model": {"max_length": 24},
+            "training": {"tokens_per_batch": 256},
+        }
+    )
+    corpus = load_splits(config.data)
+    assert corpus.sampled and recipe_data.count(corpus.sample) == 400
+    run_dir = RunDirectory(tmp_path / "run")
+    os.makedirs(run_dir.path)
+    logged = []
+    data = recipe_data.load_run_data(config, run_dir, corpus, logged.append)
+    assert logged[-1] == (
+        f"Training a 300-piece SentencePiece vocabulary on a sample of 400 of the "
+        f"{corpus.training_pairs:,} pairs..."
+    )
+    estimate, estimated = recipe_data.pass_size(data, config, 1, run_dir)
+    exact = make_dataset(
+        corpus.splits["train"],
+        data.tokenizer,
+        max_length=24,
+        tokens_per_batch=256,
+        shuffle_buffer=0,
+    )
+    assert estimated and abs(estimate - sum(1 for _ in exact)) <= 0.1 * estimate
+    monkeypatch.setattr(RunData, "batches_per_pass", None)  # not computed again
+    assert recipe_data.pass_size(data, config, 1, run_dir) == (estimate, True)
+    with pytest.raises(TypeError):  # other settings: computed again
+        recipe_data.pass_size(data, config, 2, run_dir)
+
+
+def test_a_resumed_run_reads_a_stream_of_its_own_not_the_first_one_again(tmp_path):
+    tsv = write_pairs(tmp_path / "pairs.tsv", 300)
+    config = files_config(train_files=[tsv], test_files=[tsv])
+    tokenizer = train_tokenizer([f"Satz {n} ist hier." for n in range(300)], 300)
+    data = RunData(load_splits(config.data), ([], []), ([], []), tokenizer)
+
+    def first_batch(step):
+        inputs, _ = next(iter(data.training_stream(config, 1, step)))
+        return inputs["encoder_inputs"].numpy().tolist()
+
+    assert first_batch(0) == first_batch(0)
+    assert first_batch(40) == first_batch(40) != first_batch(0)
+
+
+def test_fit_from_starts_each_segment_on_the_stream_of_its_step():
+    """Resumed mid-epoch at step 25 of 10-step epochs: the rest of epoch 3,
+    then epochs 4 to 6, each `fit` on the stream of its first step."""
+    streams, fits = [], []
+
+    class Model:
+        stop_training = False
+
+        def fit(self, stream, initial_epoch, epochs, steps_per_epoch, **kwargs):
+            fits.append((stream, initial_epoch, epochs, steps_per_epoch))
+            return types.SimpleNamespace(epoch=[], history={})
+
+    def stream_at(step):
+        streams.append(step)
+        return f"stream at {step}"
+
+    plan = types.SimpleNamespace(steps_per_epoch=10, total_steps=60)
+    fit_from(Model(), stream_at, None, 25, plan, [])
+    assert streams == [25, 30]
+    assert fits == [("stream at 25", 2, 3, 5), ("stream at 30", 3, 6, 10)]
