@@ -76,7 +76,7 @@ def _file_corpus(data, seed, log):
     if scan.fractions:
         log(
             f"Held out {' and '.join(scan.fractions)} from {files}: "
-            f"{max(scan.fractions.values()):.1%} of the sources each, by a hash of"
+            f"{max(scan.fractions.values()) * 100:.2g}% of the sources each, by a hash of"
             " the source sentence (give --valid-files / --test-files for your own)."
         )
     if scan.dropped:

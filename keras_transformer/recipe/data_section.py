@@ -26,7 +26,8 @@ class DataSection:
     )
     train_files: tuple = setting(
         (),
-        "your training pairs: SOURCE TARGET (a sentence per line) or one TSV",
+        "your training pairs: SOURCE TARGET (a sentence per line) or one TSV;"
+        " a quoted glob pattern ('train-*.tsv') takes several, streamed from disk",
         metavar="FILE",
     )
     valid_files: tuple = setting(

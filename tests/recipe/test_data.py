@@ -52,7 +52,7 @@ def test_files_give_splits_or_have_them_held_out_and_said(tmp_path):
     assert sizes["validation"] == 7 and sizes["train"] + sizes["test"] == 400
     assert 0 < sizes["test"] < 40  # 5% expected
     assert logged == [
-        f"Held out test from {train}: 5.0% of the sources each, by a hash of the "
+        f"Held out test from {train}: 5% of the sources each, by a hash of the "
         "source sentence (give --valid-files / --test-files for your own)."
     ]
     logged.clear()
