@@ -14,8 +14,9 @@ the same run) it prints, as JSON:
 - `peak_rss_gb`: the child's peak resident memory;
 - `seconds_to_first_update`: from the command's start to its first
   checkpoint (written after update 1: `--checkpoint-every 1`);
-- `seconds_per_update`: Keras's own ms/step of the second epoch (epochs of
-  `--updates` steps), against Ding's in the same run;
+- `seconds_per_update`: the median time between the checkpoints of the
+  second epoch (epochs of `--updates` steps, a checkpoint after each), against
+  Ding's in the same run;
 - `seconds_to_first_update_after_kill`: a run killed with SIGKILL after
   its checkpoint at `--updates`, restarted: from the restart to its next
   checkpoint (the restart resumes from `checkpoint_before_kill`).
@@ -24,16 +25,17 @@ Each run writes under `--work-dir`; the corpora are kept there for reruns.
 """
 
 import argparse
+import itertools
 import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
 
 CHECKPOINT = re.compile(r"ckpt-(\d+)\.index$")
-STEP_TIME = re.compile(r"(\d+(?:\.\d+)?)(ms|s)/step")
 
 
 def write_corpus(path, pairs, count):
@@ -65,6 +67,7 @@ def command(corpus, output_dir, updates, epochs):
         *("--output-dir", output_dir, "--export-dir=", "--samples", "0"),
         *("--epochs", str(epochs), "--steps-per-epoch", str(updates)),
         *("--checkpoint-every", "1", "--test-sample", "16", "--bleu-sample", "0"),
+        *("--average-last", str(epochs * updates)),  # keeps every checkpoint
     ]
 
 
@@ -101,8 +104,8 @@ def measure(corpus, work_dir, name, updates, timeout):
     )
     first = wait_for_step(full, output_dir, 1, timeout)
     _, status, usage = os.wait4(full.pid, 0)  # this child's own peak memory
-    with open(log.name) as file:
-        steps = STEP_TIME.findall(file.read())
+    saved = checkpoints(output_dir)
+    second_epoch = [saved[step] for step in sorted(saved) if step > updates]
     restarted = os.path.join(work_dir, f"run-{name}-killed")
     subprocess.run(["rm", "-rf", restarted], check=True)
     killed = subprocess.Popen(
@@ -122,23 +125,24 @@ def measure(corpus, work_dir, name, updates, timeout):
         "corpus_pairs": sum(1 for _ in open(corpus, encoding="utf-8")),
         "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),  # ru_maxrss: KiB
         "seconds_to_first_update": first and round(first, 1),
-        "seconds_per_update": _seconds(steps[-1]) if steps else None,
+        "seconds_per_update": _median_gap(second_epoch),
         "checkpoint_before_kill": last,
         "seconds_to_first_update_after_kill": after_kill and round(after_kill, 1),
         "exit_status": os.waitstatus_to_exitcode(status),
     }
 
 
-def _seconds(step_time):
-    value, unit = step_time
-    return float(value) / (1000 if unit == "ms" else 1)
+def _median_gap(times):
+    """The median of the gaps between sorted `times` (None without two)."""
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    return round(statistics.median(gaps), 2) if gaps else None
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, nargs="+", default=[1_000_000, 4_500_000])
     parser.add_argument("--work-dir", default="/tmp/keras-transformer-scale")
-    parser.add_argument("--updates", type=int, default=5, help="updates an epoch")
+    parser.add_argument("--updates", type=int, default=10, help="updates an epoch")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a step")
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
