@@ -81,7 +81,7 @@ class RunConfig:
     output: OutputSection = dataclasses.field(default_factory=OutputSection)
 
     def __post_init__(self):
-        data = self.data.resolved()
+        data = self.data.resolved(vocab_elsewhere=bool(self.training.init_from))
         object.__setattr__(self, "data", data)
         if self.output.output_dir is None:
             output_dir = os.path.join("runs", data.name())

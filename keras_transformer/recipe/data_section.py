@@ -86,10 +86,11 @@ class DataSection:
     def is_files(self):
         return self.corpus == "files"
 
-    def resolved(self):
+    def resolved(self, vocab_elsewhere=False):
         """This section with `corpus` settled, Ding's languages filled in and
-        `vocab_size` 8000 unless given or a `vocab` is (the run reads that
-        model's size: `recipe.data.settle_vocabulary`).
+        `vocab_size` 8000 unless given or a vocabulary is: `vocab`, or one
+        from elsewhere (`training.init_from`); the run reads that model's
+        size (`recipe.data.settle_vocabulary`).
 
         Example:
 
@@ -110,7 +111,7 @@ class DataSection:
             source = source or other.get(target, "de")
             target = target or other.get(source, "en")
         vocab_size = self.vocab_size
-        if vocab_size is None and not self.vocab:
+        if vocab_size is None and not (self.vocab or vocab_elsewhere):
             vocab_size = DEFAULT_VOCAB_SIZE
         return dataclasses.replace(
             self,

@@ -4,6 +4,7 @@ import dataclasses
 import math
 
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.recipe.fine_tuning import FINE_TUNING_SHARE, FINE_TUNING_WARMUP
 from keras_transformer.training.duration import (
     PAPER_CORPUS_TOKENS,
     REFERENCE_BATCHES,
@@ -49,6 +50,8 @@ class TrainingPlan:
     replicas: int
     jit_compile: bool  # XLA for the training step
     model: TransformerConfig
+    learning_rate_scale: float  # the config's, times a fine-tuning run's own
+    init_from: str | None  # the model a fine-tuning run starts from
 
     @property
     def total_steps(self):
@@ -114,7 +117,17 @@ class TrainingPlan:
             f"Devices: {self.replicas} replica(s), {self.precision}, XLA "
             f"{'on' if self.jit_compile else 'off'}; a batch of up to "
             f"{self.tokens_per_batch:,} tokens, {replica_tokens:,} a replica"
-            f"{accumulated}{resuming}"
+            f"{accumulated}{resuming}" + self._fine_tuning()
+        )
+
+    def _fine_tuning(self):
+        if not self.init_from:
+            return ""
+        return (
+            f"\nFine-tuning: from {self.init_from}, its vocabulary and "
+            f"architecture; a fresh optimizer, learning rate x"
+            f"{self.learning_rate_scale:.3g} (the source's rate at its last "
+            f"update), {FINE_TUNING_SHARE:.0%} of the default length"
         )
 
     def _pass_batches(self):
@@ -162,9 +175,11 @@ def training_length(training, batches_per_pass, preset="small"):
     return _length(training, batches_per_pass, preset)[:2]
 
 
-def _length(training, batches_per_pass, preset):
-    """`(epochs, steps_per_epoch, DefaultLength)` of `training_length`."""
+def _length(training, batches_per_pass, preset, share=1.0):
+    """`(epochs, steps_per_epoch, DefaultLength)` of `training_length`, the
+    default length times `share`."""
     default = default_length(batches_per_pass, training.tokens_per_batch, preset)
+    default = default._replace(steps=max(1, round(default.steps * share)))
     if training.epochs:
         return training.epochs, training.steps_per_epoch or batches_per_pass, default
     if training.steps_per_epoch:
@@ -183,6 +198,7 @@ def make_plan(
     precision,
     jit_compile=False,
     batches_estimated=False,
+    source=None,
 ):
     """The `TrainingPlan` of `config` on data of `sizes`.
 
@@ -196,12 +212,22 @@ def make_plan(
         precision: the dtype policy the run trains in.
         jit_compile: whether the training step is compiled with XLA.
         batches_estimated: whether `batches_per_pass` is an estimate.
+        source: the `fine_tuning.Source` a fine-tuning run starts from.
     """
     training = config.training
     epochs, steps_per_epoch, default = _length(
-        training, batches_per_pass, config.model.preset
+        training,
+        batches_per_pass,
+        config.model.preset,
+        FINE_TUNING_SHARE if source else 1.0,
     )
     updates = epochs * steps_per_epoch // training.gradient_accumulation
+    warmup_steps = training.warmup_steps or (
+        min(FINE_TUNING_WARMUP, max(1, updates // 5))
+        if source
+        else default_warmup_steps(updates)
+    )
+    scale = source.learning_rate_scale(warmup_steps) if source else 1.0
     return TrainingPlan(
         training_pairs=sizes["train"],
         validation_pairs=sizes["validation"],
@@ -216,10 +242,12 @@ def make_plan(
         length_rule=None if training.epochs else default.rule,
         budget_tokens=default.budget_tokens,
         gradient_accumulation=training.gradient_accumulation,
-        warmup_steps=training.warmup_steps or default_warmup_steps(updates),
+        warmup_steps=warmup_steps,
         cooldown_steps=round(training.cooldown_fraction * updates),
         precision=precision,
         replicas=replicas,
         jit_compile=jit_compile,
         model=config.model.transformer_config(vocab_size),
+        learning_rate_scale=training.learning_rate_scale * scale,
+        init_from=training.init_from,
     )

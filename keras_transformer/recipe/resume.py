@@ -23,6 +23,7 @@ MUST_MATCH = (
     "data.extra_train_split",
     "data.vocab_size",
     "data.vocab",
+    "training.init_from",
     "model",
 )
 # Sections that change nothing training did.

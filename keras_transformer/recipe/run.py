@@ -4,6 +4,7 @@ Everything a run writes goes to its `RunDirectory` (`config.output.output_dir`)
 and the exported SavedModel to `export_dir/export_name/<version>/`.
 """
 
+import math
 import time
 
 import keras
@@ -17,6 +18,7 @@ from keras_transformer.recipe.data import (
     settle_vocabulary,
 )
 from keras_transformer.recipe.evaluation import score_test_split
+from keras_transformer.recipe.fine_tuning import settle_init_from
 from keras_transformer.recipe.plan import make_plan
 from keras_transformer.recipe.resume import (
     changed_training_settings,
@@ -30,6 +32,7 @@ from keras_transformer.training import (
     resolve_precision,
     strategy_devices,
 )
+from keras_transformer.training.best_weights import read_record
 from keras_transformer.training.checkpoints import average_checkpoints
 
 
@@ -50,6 +53,7 @@ def run(config, log=print):
     )
     folders = worker_folders(config, strategy)
     corpus = load_splits(config.data, config.training.seed, log)  # bad data: here
+    config, source = settle_init_from(config)  # a bad --init-from
     config = settle_vocabulary(config, folders.run)  # and a bad --vocab
     finished = settle_previous_run(folders.run, config, log)
     if finished is not None:
@@ -60,9 +64,12 @@ def run(config, log=print):
     precision = resolve_precision(config.runtime.precision)
     with global_dtype_policy(precision):
         data = load_run_data(config, folders.run, corpus, log)
-        plan = plan_run(config, data, strategy, precision, folders.run)
-        trained = trainer.train(plan, config, data, folders, strategy, changed, log)
-        average_and_save(trained, config, folders.run, log)
+        plan = plan_run(config, data, strategy, precision, folders.run, source)
+        trained = trainer.train(
+            plan, config, data, folders, strategy, changed, log, source
+        )
+        last_epoch = math.ceil(trained.checkpoints.step / plan.steps_per_epoch)
+        exported = average_and_save(trained, config, folders.run, log, last_epoch)
         scores, translations = score_test_split(trained.translator, data, config, log)
         export_path = export(trained.translator, config, folders.export_dir, log)
         log_samples(data.test, translations, config.evaluation.samples, log)
@@ -72,6 +79,8 @@ def run(config, log=print):
         "test_sentences": test_sentences,
         "steps": trained.checkpoints.step,
         "epochs": plan.epochs,
+        "epochs_trained": last_epoch,
+        "exported_weights": exported,
         "updates": plan.updates,
         "fit_seconds": round(trained.fit_seconds, 1),
         "fit_cpu_seconds": round(trained.fit_cpu_seconds, 1),
@@ -86,7 +95,7 @@ def run(config, log=print):
     return results
 
 
-def plan_run(config, data, strategy, precision, run_dir):
+def plan_run(config, data, strategy, precision, run_dir, source=None):
     """The `TrainingPlan` of `config` on `data` under `strategy`."""
     replicas = strategy.num_replicas_in_sync
     jit_compile = resolve_jit_compile(
@@ -107,18 +116,37 @@ def plan_run(config, data, strategy, precision, run_dir):
         precision,
         jit_compile,
         batches_estimated=estimated,
+        source=source,
     )
 
 
-def average_and_save(trained, config, run_dir, log):
-    """Averages the last checkpoints if asked, then saves the run's model."""
+def average_and_save(trained, config, run_dir, log, last_epoch):
+    """Sets the run's final weights and saves them as its model.
+
+    They are the average of the last `average_last` checkpoints if asked,
+    else the best epoch's (`export_weights` "best": the lowest validation
+    loss) or the last (of epoch `last_epoch`). Returns {"weights":
+    "average", "best" or "last", "epoch": theirs, None for an average}.
+    """
     saved = trained.checkpoints.manager.checkpoints
     last = config.evaluation.average_last
+    best = read_record(run_dir.best)
     if last > 1 and len(saved) > 1:
         averaged = saved[-last:]
         average_checkpoints(trained.model, averaged)
         log(f"Averaged the last {len(averaged)} checkpoints.")
+        chosen = {"weights": "average", "epoch": None}
+    elif config.evaluation.export_weights == "best" and best:
+        trained.model.load_weights(run_dir.best_weights)
+        log(
+            f"The weights of epoch {best['epoch']}, of the lowest validation loss "
+            f"({best['val_loss']:.4f}), are the run's model."
+        )
+        chosen = {"weights": "best", "epoch": best["epoch"]}
+    else:
+        chosen = {"weights": "last", "epoch": last_epoch}
     trained.model.save(run_dir.model)
+    return chosen
 
 
 def export(translator, config, export_dir, log):

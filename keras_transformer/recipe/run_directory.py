@@ -10,7 +10,9 @@ runs/ding-de-en/
   checkpoints/        model and optimizer state, numbered by step
   history.csv         one row per epoch (Keras's CSVLogger)
   logs/               TensorBoard; logs/attention/ the attention images
-  model.keras         the final (or averaged) model, once trained
+  best.weights.h5     the weights of the epoch of the lowest validation loss
+  best.json           that epoch and its validation loss
+  model.keras         the exported model (best, last or averaged), once trained
   results.json        the scores and facts of the finished run
   plots/              `keras-transformer plot`'s pictures
 """
@@ -59,6 +61,8 @@ class RunDirectory:
     logs = property(lambda self: self._file("logs"))
     attention_logs = property(lambda self: os.path.join(self.logs, "attention"))
     model = property(lambda self: self._file("model.keras"))
+    best_weights = property(lambda self: self._file("best.weights.h5"))
+    best = property(lambda self: self._file("best.json"))
     results = property(lambda self: self._file("results.json"))
     plots = property(lambda self: self._file("plots"))
 

@@ -11,6 +11,7 @@ from keras_transformer.training.distribution import (
 )
 from keras_transformer.training.precision import PRECISIONS, check_precision
 
+EXPORT_WEIGHTS = ("best", "last")
 ALL = "all"  # the value of `bleu_sample` and `test_sample` that scores everything
 
 
@@ -64,6 +65,19 @@ class TrainingSection:
     )
     checkpoint_every: int = setting(125, "steps between checkpoints", metavar="STEPS")
     seed: int = setting(0, "seed of initialisation and data order")
+    init_from: str | None = setting(
+        None,
+        "fine-tune: start from the weights of this run folder or .keras model "
+        "(beside its run's tokenizer.model), with its vocabulary and "
+        "architecture; a fresh optimizer, a short warm-up back to the rate the "
+        "source run had reached, and by default a fifth of the usual length",
+        metavar="RUN_DIR|MODEL.keras",
+    )
+    early_stopping: int | None = setting(
+        None,
+        "stop after N epochs without a lower validation loss (default: never)",
+        metavar="N",
+    )
     shuffle_buffer: int = setting(
         20_000,
         "training pairs shuffled together: a buffer filled from the stream as it"
@@ -76,7 +90,7 @@ class TrainingSection:
         for name in ("tokens_per_batch", "gradient_accumulation", "checkpoint_every"):
             check_at_least(name, getattr(self, name), 1)
         check_at_least("shuffle_buffer", self.shuffle_buffer, 0)
-        for name in ("epochs", "warmup_steps", "steps_per_epoch"):
+        for name in ("epochs", "warmup_steps", "steps_per_epoch", "early_stopping"):
             if getattr(self, name) is not None:
                 check_at_least(name, getattr(self, name), 1)
         from keras_transformer.data.tokenizer import check_sampling_alpha
@@ -153,9 +167,20 @@ class EvaluationSection:
         ALL, "test sentences scored: the first N, or all", metavar="N|all"
     )
     samples: int = setting(5, "test translations printed at the end")
+    export_weights: str = setting(
+        "best",
+        "the weights saved as model.keras, scored and exported when not "
+        "averaged: best (the epoch of the lowest validation loss) or last",
+        choices=EXPORT_WEIGHTS,
+    )
 
     def __post_init__(self):
         check_at_least("average_last", self.average_last, 1)
+        if self.export_weights not in EXPORT_WEIGHTS:
+            raise ValueError(
+                f"export_weights must be one of {EXPORT_WEIGHTS}, got "
+                f"{self.export_weights!r}."
+            )
         check_at_least("beam_size", self.beam_size, 1)
         check_at_least("samples", self.samples, 0)
         check_sample("bleu_sample", self.bleu_sample, 0)

@@ -10,6 +10,7 @@ import importlib.util
 import math
 import sys
 import time
+import warnings
 
 import keras
 
@@ -25,6 +26,7 @@ from keras_transformer.training import (
     fix_distributed_fit,
     transformer_optimizer,
 )
+from keras_transformer.training.best_weights import BestWeights
 from keras_transformer.training.checkpoints import (
     CheckpointCallback,
     TrainingCheckpoints,
@@ -45,7 +47,7 @@ def compiled_model(plan, config, run_dir, strategy):
         optimizer = transformer_optimizer(
             plan.model.d_model,
             plan.warmup_steps,
-            training.learning_rate_scale,
+            plan.learning_rate_scale,
             gradient_accumulation_steps=plan.gradient_accumulation,
             cooldown_steps=plan.cooldown_steps,
             total_steps=plan.updates,
@@ -98,6 +100,11 @@ def callbacks(checkpoints, translator, data, config, run_dir, steps_left, log):
             )
         )
     chosen += [
+        BestWeights(
+            run_dir.best_weights,
+            run_dir.best,
+            patience=config.training.early_stopping,
+        ),
         keras.callbacks.CSVLogger(run_dir.history, append=True),
         keras.callbacks.TensorBoard(run_dir.logs),
         TimeEstimate(steps_left, log),
@@ -190,11 +197,12 @@ class Trained:
     fit_cpu_seconds: float  # all threads of the process
 
 
-def train(plan, config, data, folders, strategy, changed, log):
+def train(plan, config, data, folders, strategy, changed, log, source=None):
     """Builds or restores the model of `plan` and trains it to the plan's end.
 
     Logs the plan's summary first (and `changed`, the training settings
-    changed since the run started, when it resumes).
+    changed since the run started, when it resumes). A new fine-tuning run
+    starts from the weights of its `source` (a `fine_tuning.Source`).
 
     Raises:
         TrainingInterrupted: stopped by a signal, after a checkpoint.
@@ -205,6 +213,11 @@ def train(plan, config, data, folders, strategy, changed, log):
         model, folders.run, folders.chief, config, strategy
     )
     log(plan.summary(model.count_params(), step))
+    if source and not step:
+        with warnings.catch_warnings():  # its optimizer's: this one starts afresh
+            warnings.filterwarnings("ignore", "Skipping variable loading for optim")
+            model.load_weights(source.model)
+        log(f"Starting from the weights of {source.model}.")
     if step and changed:
         log(
             "Warning: resuming with training settings changed since the run"
