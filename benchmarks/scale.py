@@ -19,7 +19,10 @@ the same run) it prints, as JSON:
   Ding's in the same run;
 - `seconds_to_first_update_after_kill`: a run killed with SIGKILL after
   its checkpoint at `--updates`, restarted: from the restart to its next
-  checkpoint (the restart resumes from `checkpoint_before_kill`).
+  checkpoint (the restart resumes from `checkpoint_before_kill`);
+- with `--replay-step S`, `replay`: the seconds to the first batch of the
+  training stream, of that stream skipped to step S (how a resume read
+  its data before), and of the stream a run resumed at S reads now.
 
 Each run writes under `--work-dir`; the corpora are kept there for reruns.
 """
@@ -132,6 +135,31 @@ def measure(corpus, work_dir, name, updates, timeout):
     }
 
 
+def replay_cost(corpus, run_dir, step):
+    """Seconds to the first training batch: of the stream, of the stream
+    skipped to `step` (how a resume read the data before issue 41), and of
+    a resumed run's own stream at `step` (how it reads it now); in-process,
+    with the tokenizer of the run in `run_dir`."""
+    from keras_transformer.data import SubwordTokenizer
+    from keras_transformer.recipe.config import RunConfig
+    from keras_transformer.recipe.data import RunData, load_splits
+
+    config = RunConfig.from_dict({"data": {"train_files": [corpus]}})
+    tokenizer = SubwordTokenizer.load(os.path.join(run_dir, "tokenizer.model"))
+    data = RunData(load_splits(config.data), ([], []), ([], []), tokenizer)
+    streams = {
+        "stream": lambda: data.training_stream(config, 1),
+        f"stream_skipped_to_{step}": lambda: data.training_stream(config, 1).skip(step),
+        f"own_stream_at_{step}": lambda: data.training_stream(config, 1, step),
+    }
+    seconds = {}
+    for name, stream in streams.items():
+        started = time.time()
+        next(iter(stream()))
+        seconds[name] = round(time.time() - started, 1)
+    return seconds
+
+
 def _median_gap(times):
     """The median of the gaps between sorted `times` (None without two)."""
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
@@ -144,6 +172,13 @@ def main():
     parser.add_argument("--work-dir", default="/tmp/keras-transformer-scale")
     parser.add_argument("--updates", type=int, default=10, help="updates an epoch")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a step")
+    parser.add_argument(
+        "--replay-step",
+        type=int,
+        default=0,
+        help="also time a resume's first batch at this step, replayed and not,"
+        " on the first --pairs corpus",
+    )
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
     pairs = ding_pairs()
@@ -157,6 +192,10 @@ def main():
         name: measure(corpus, args.work_dir, name, args.updates, args.timeout)
         for name, corpus in corpora.items()
     }
+    if args.replay_step:
+        name = str(args.pairs[0])
+        run_dir = os.path.join(args.work_dir, f"run-{name}")
+        results["replay"] = replay_cost(corpora[name], run_dir, args.replay_step)
     print(json.dumps(results, indent=2))
 
 
