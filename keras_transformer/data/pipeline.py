@@ -6,6 +6,10 @@ import tensorflow as tf
 
 from keras_transformer.data.tokenizer import END_ID, START_ID
 
+# Extra pairs `mix_pairs` shuffles together: all of Ding's 80,401 phrases,
+# a bounded window of a larger split.
+EXTRA_SHUFFLE_BUFFER = 100_000
+
 
 def truncate_with_end_id(pieces, max_length):
     """The first `max_length - 1` piece ids, then the end id.
@@ -104,7 +108,7 @@ def mix_pairs(pairs, extra_pairs, extra_fraction, seed=None):
     """
     check_fraction("extra_fraction", extra_fraction)
     size = int(extra_pairs.cardinality())
-    buffer = size if size > 0 else 100_000
+    buffer = min(size, EXTRA_SHUFFLE_BUFFER) if size > 0 else EXTRA_SHUFFLE_BUFFER
     extra_pairs = extra_pairs.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     return tf.data.Dataset.sample_from_datasets(
         [pairs, extra_pairs.repeat()],
