@@ -4,7 +4,7 @@ import pytest
 import sacrebleu
 import tensorflow as tf
 
-from keras_transformer.evaluation import BleuCallback, corpus_scores
+from keras_transformer.evaluation import BleuCallback, corpus_scores, format_scores
 
 HYPOTHESES = ["The cat sat on the mat.", "He reads a book today .", "Good morning"]
 REFERENCES = ["The cat sat on a mat.", "He is reading a book today.", "Good morning!"]
@@ -17,6 +17,22 @@ def test_scores_equal_sacrebleu():
     assert 0 < scores["bleu"] < 100
     assert "tok:13a" in scores["bleu_signature"]
     assert "case:mixed" in scores["bleu_signature"]
+    assert scores["ter"] == sacrebleu.corpus_ter(HYPOTHESES, [REFERENCES]).score
+    assert 0 < scores["ter"] < 100 and "tok:tercom" in scores["ter_signature"]
+
+
+def test_format_scores_prints_ter_and_every_signature():
+    scores = corpus_scores(HYPOTHESES, REFERENCES)
+    lines = format_scores(scores).splitlines()
+    assert lines[0] == (
+        f"BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}  TER {scores['ter']:.2f}"
+    )
+    assert lines[1:] == [
+        f"  {scores[name]}"
+        for name in ("bleu_signature", "chrf_signature", "ter_signature")
+    ]
+    old = {key: scores[key] for key in ("bleu", "chrf", "bleu_signature")}
+    assert format_scores(old).splitlines() == [lines[0].split("  TER")[0], lines[1]]
 
 
 def test_mismatched_lengths_raise():

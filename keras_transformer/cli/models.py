@@ -7,6 +7,9 @@ import sys
 from keras_transformer.recipe.config import OutputSection
 
 _DEFAULT_EXPORT = os.path.join(OutputSection.export_dir, OutputSection.export_name)
+# Measured with a 3-layer, d_model 256 export (docs/serving.md, Threads).
+DEFAULT_THREADS = 1
+THREADS_REASON = "measured faster than all cores for a small model on 2 cores"
 _RUN_DEFAULT = "(default: the run's, from job.json beside the model, else train's)"
 
 
@@ -41,31 +44,84 @@ def add_translate_parser(commands):
     parser.add_argument(
         "--signature", default="serving_default", choices=("serving_default", "greedy")
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=DEFAULT_THREADS,
+        metavar="N",
+        help="CPU threads of the engine, 0 for all cores (default: "
+        f"{DEFAULT_THREADS}, {THREADS_REASON})",
+    )
+    parser.add_argument(
+        "--long-inputs",
+        default="split",
+        metavar="{split,truncate}",
+        help="a line longer than the model's limit (max_length - 1 pieces): "
+        "split, at sentence ends or else in windows of the limit, each part "
+        "translated and the parts joined with a space; or truncate, cut at "
+        "the limit as the export alone does. Either way stderr counts them at "
+        "the end (default: split)",
+    )
+    parser.add_argument(
+        "--max-input-length",
+        type=int,
+        metavar="N",
+        help="with --long-inputs split: split lines longer than N pieces "
+        "instead, for a model that translates shorter ones better (default "
+        "and at most: the model's limit)",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="FILE",
+        help="a reference per line: print BLEU, chrF and TER (sacreBLEU, with "
+        "their signatures) on stderr at the end",
+    )
     parser.set_defaults(run=translate)
 
 
 def translate(args):
+    from keras_transformer.evaluation import format_scores
     from keras_transformer.export.streaming import translate_lines
 
+    if args.threads < 0:
+        raise ValueError(f"--threads must be >= 0 (0: all cores), got {args.threads}.")
     options = dict(
         batch_size=args.batch_size,
         beam_size=args.beam_size,
         alpha=args.alpha,
         signature=args.signature,
+        threads=args.threads,
+        long_inputs=args.long_inputs,
+        max_input_length=args.max_input_length,
+        references=_references(args.reference),
     )
     source = args.inputs[0] if len(args.inputs) == 1 else None
     if not args.inputs or source == "-":
         if sys.stdin.isatty():  # interactive: a line in, its translation out
             options["batch_size"] = 1
-        translate_lines(args.saved_model, sys.stdin.buffer, sys.stdout, **options)
+        scores = translate_lines(
+            args.saved_model, sys.stdin.buffer, sys.stdout, **options
+        )
     elif source is not None and os.path.isfile(source):
         with open(source, "rb") as file:
             total = sum(1 for _ in file)
             file.seek(0)
-            translate_lines(args.saved_model, file, sys.stdout, total=total, **options)
+            scores = translate_lines(
+                args.saved_model, file, sys.stdout, total=total, **options
+            )
     else:
         texts = [text.encode("utf-8") for text in args.inputs]
-        translate_lines(args.saved_model, texts, sys.stdout, **options)
+        scores = translate_lines(args.saved_model, texts, sys.stdout, **options)
+    if scores is not None:
+        print(format_scores(scores), file=sys.stderr)
+
+
+def _references(path):
+    """The lines of a reference file, or None."""
+    if path is None:
+        return None
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return [line.rstrip("\r\n") for line in file]
 
 
 def add_export_parser(commands):
@@ -206,7 +262,7 @@ def add_evaluate_parser(commands):
         "evaluate",
         help="score a training run's averaged checkpoints on a split",
         description="Averages the last N checkpoints of a `train` run and "
-        "reports BLEU and chrF on its corpus's validation or test split.",
+        "reports BLEU, chrF and TER on its corpus's validation or test split.",
     )
     parser.add_argument("output_dir", help="the --output-dir of the train run")
     parser.add_argument("--split", default="validation", choices=("validation", "test"))

@@ -14,7 +14,7 @@ from keras_transformer.recipe.config_files import (
 )
 
 DESCRIPTION = """\
-Trains a Transformer with the paper's recipe, reports test BLEU/chrF with beam
+Trains a Transformer with the paper's recipe, reports test BLEU/chrF/TER with beam
 search and exports a SavedModel. Rerun the same command to resume after an
 interruption.
 
@@ -120,4 +120,5 @@ def train(args):
         print(dump_config(config), end="")
         return
     results = run_module.run(config)
-    print(json.dumps({key: results[key] for key in ("bleu", "chrf", "export_path")}))
+    keys = ("bleu", "chrf", "ter", "export_path")  # no "ter" in runs before it
+    print(json.dumps({key: results[key] for key in keys if key in results}))

@@ -22,9 +22,11 @@ class CTranslate2Translator:
     with no pieces (empty or whitespace only) translates to the empty
     string without a call to CTranslate2, and every source may have up to
     its length (end token included) + `extra_length` output tokens, capped
-    by `max_length`. CTranslate2 takes one length limit per call, so
-    sources are translated in one call per limit: each is decoded as it
-    would be alone, as in the SavedModel.
+    by `max_length`. CTranslate2 takes one length limit per call: greedy
+    decoding translates a batch in one call, with the largest limit, and
+    cuts each output to its own limit (greedy tokens do not depend on the
+    limit); beam search, whose beams do, makes one call per limit. Either
+    way each source is decoded as it would be alone, as in the SavedModel.
 
     Greedy decoding gives the SavedModel's tokens, and so does beam search
     at alpha 0. For alpha > 0 the two may differ: CTranslate2 divides a
@@ -36,6 +38,8 @@ class CTranslate2Translator:
 
     Args:
         path: the export's folder.
+        threads: CPU threads of CTranslate2 (`intra_threads`, with one
+            translation at a time); None or 0 for all cores.
 
     Attributes:
         beam_size, alpha, extra_length, max_length: the settings of the
@@ -46,7 +50,7 @@ class CTranslate2Translator:
         ImportError: ctranslate2 is not installed.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, threads=None):
         if not is_ctranslate2_export(path):
             raise FileNotFoundError(f"No CTranslate2 model at {path}.")
         ctranslate2 = import_ctranslate2()
@@ -59,7 +63,12 @@ class CTranslate2Translator:
         self.tokenizer = sentencepiece.SentencePieceProcessor(
             model_file=os.path.join(path, VOCABULARY_FILE)
         )
-        self.translator = ctranslate2.Translator(path)
+        if threads is not None and threads < 0:
+            raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}.")
+        self.threads = threads or _cores()
+        self.translator = ctranslate2.Translator(
+            path, inter_threads=1, intra_threads=self.threads
+        )
 
     def translate(self, texts, beam_size=None, alpha=None):
         """Translates `texts` (str), with the export's settings unless given.
@@ -86,13 +95,20 @@ class CTranslate2Translator:
             self.tokenizer.encode(text, out_type=str)[: self.max_length - 1]
             for text in texts
         ]
-        by_limit = {}  # output limit -> indices of the sources with pieces
+        limits = {}  # index of a source with pieces -> its output limit
         for index, source in enumerate(pieces):
             if source:
-                limit = min(len(source) + 1 + self.extra_length, self.max_length)
-                by_limit.setdefault(limit, []).append(index)
+                limits[index] = min(
+                    len(source) + 1 + self.extra_length, self.max_length
+                )
+        if beam_size == 1:  # greedy: a longer limit only adds tokens at the end
+            groups = {max(limits.values(), default=0): list(limits)}
+        else:
+            groups = {}
+            for index, limit in limits.items():
+                groups.setdefault(limit, []).append(index)
         translations = [""] * len(texts)
-        for limit, indices in by_limit.items():
+        for limit, indices in groups.items():
             results = self.translator.translate_batch(
                 [pieces[index] for index in indices],
                 beam_size=beam_size,
@@ -104,5 +120,13 @@ class CTranslate2Translator:
             )
             for index, result in zip(indices, results, strict=True):
                 # The start, end and padding pieces decode to nothing.
-                translations[index] = self.tokenizer.decode(result.hypotheses[0])
+                tokens = result.hypotheses[0][: limits[index]]
+                translations[index] = self.tokenizer.decode(tokens)
         return translations
+
+
+def _cores():
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

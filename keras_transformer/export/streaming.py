@@ -13,11 +13,16 @@ import tensorflow as tf
 
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
+from keras_transformer.export.long_inputs import LongInputs, check_policy
+from keras_transformer.export.saved_model import VOCABULARY_FILE
 from keras_transformer.recipe.config import decoding_settings
 
 
-def load_export(path):
+def load_export(path, threads=None):
     """Loads the SavedModel of an export's version folder, with clear errors.
+
+    `threads`: TensorFlow's CPU threads (`set_threads`), set once the path
+    is found to hold a SavedModel.
 
     Raises:
         FileNotFoundError: nothing at `path`.
@@ -38,10 +43,20 @@ def load_export(path):
                 f"{os.path.join(path, str(versions[0]))}."
             )
         raise ValueError(f"{path} holds no SavedModel (saved_model.pb).")
+    set_threads(threads)
     return tf.saved_model.load(path)
 
 
-def translation_function(path, signature="serving_default", beam_size=None, alpha=None):
+def translation_function(
+    path,
+    signature="serving_default",
+    beam_size=None,
+    alpha=None,
+    threads=None,
+    long_inputs=None,
+    batch_size=32,
+    max_input_length=None,
+):
     """A function of a list of str that returns their translations.
 
     Args:
@@ -51,20 +66,88 @@ def translation_function(path, signature="serving_default", beam_size=None, alph
             or "greedy".
         beam_size, alpha: beam search with these instead (the `beam`
             signature); one left None takes the export's value.
+        threads: CPU threads of the engine (`set_threads`); None leaves
+            the engine's default (all cores).
+        long_inputs: None (a source longer than the model's limit is cut
+            there, as the export does), or a `LongInputs` policy: "split"
+            or "truncate" (cut, and counted).
+        batch_size: with `long_inputs`, the most texts per engine call.
+        max_input_length: with `long_inputs` "split", split longer sources
+            than this many pieces (at most, and by default, the model's
+            limit), see `LongInputs`.
 
     Returns:
-        A function of a list of str (B,) -> a list of str (B,).
+        A function of a list of str (B,) -> a list of str (B,); with
+        `long_inputs`, a `LongInputs` (its `summary()` counts long lines).
     """
     if (beam_size, alpha) != (None, None) and signature != "serving_default":
         raise ValueError("--beam-size and --alpha go with the beam search signature.")
     if beam_size is not None and beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
+    if threads is not None and threads < 0:
+        raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}.")
+    if long_inputs is not None:
+        check_policy(long_inputs)
     if is_ctranslate2_export(path):
-        return _ctranslate2_function(path, signature, beam_size, alpha)
-    run = _saved_model_function(load_export(path), signature, beam_size, alpha)
-    return lambda texts: [
-        text.decode("utf-8") for text in run(tf.constant(texts, tf.string)).numpy()
-    ]
+        translator = CTranslate2Translator(path, threads=threads)
+        translate = _ctranslate2_function(translator, signature, beam_size, alpha)
+        tokenizer, limit = translator.tokenizer, translator.max_length - 1
+    else:
+        export = load_export(path, threads)
+        run = _saved_model_function(export, signature, beam_size, alpha)
+
+        def translate(texts):
+            texts = run(tf.constant(texts, tf.string)).numpy()
+            return [text.decode("utf-8") for text in texts]
+
+        if long_inputs is not None:
+            tokenizer, limit = _saved_model_limit(export, path)
+    if long_inputs is None:
+        return translate
+    return LongInputs(
+        translate, tokenizer, limit, long_inputs, batch_size, max_input_length
+    )
+
+
+def set_threads(threads):
+    """Runs TensorFlow's ops on `threads` CPU threads (0: all cores).
+
+    Sets the intra-op and inter-op thread pools, which TensorFlow reads
+    when it first runs something; afterwards (in a Python session that
+    ran TensorFlow already) a different count only warns on stderr.
+    """
+    if threads is None:
+        return
+    threading = tf.config.threading
+    current = threading.get_intra_op_parallelism_threads()
+    if current == threads == threading.get_inter_op_parallelism_threads():
+        return
+    try:
+        threading.set_intra_op_parallelism_threads(threads)
+        threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:  # TensorFlow has started its thread pools
+        print(
+            f"warning: TensorFlow runs already; --threads {threads} is not applied",
+            file=sys.stderr,
+        )
+
+
+def _saved_model_limit(export, path):
+    """The SentencePiece processor of a SavedModel export and the most
+    source pieces its model reads."""
+    import sentencepiece
+
+    tokenizer = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(path, "assets", VOCABULARY_FILE)
+    )
+    limit = getattr(export, "max_source_pieces", None)
+    if limit is not None:
+        return tokenizer, int(limit.numpy())
+    # An export from before the limit was saved: the `attention` signature
+    # shows how many pieces (and the end id) of a long source it reads.
+    probe = tf.constant([" ".join(["a"] * 4096)])
+    pieces = export.signatures["attention"](text=probe)["source_pieces"]
+    return tokenizer, int(pieces.shape[1]) - 1
 
 
 def _saved_model_function(export, signature, beam_size, alpha):
@@ -86,14 +169,13 @@ def _saved_model_function(export, signature, beam_size, alpha):
     )["translation"]
 
 
-def _ctranslate2_function(path, signature, beam_size, alpha):
-    """`translation_function` of a CTranslate2 export: str (B,) -> str (B,)."""
+def _ctranslate2_function(translator, signature, beam_size, alpha):
+    """`translation_function` of a `CTranslate2Translator`: str (B,) -> str (B,)."""
     if signature not in ("serving_default", "greedy"):
         raise ValueError(
             "A CTranslate2 export translates with the serving_default or greedy "
             f"signature, not {signature!r}."
         )
-    translator = CTranslate2Translator(path)
     if signature == "greedy":
         beam_size, alpha = 1, 0.0
     return functools.partial(translator.translate, beam_size=beam_size, alpha=alpha)
@@ -170,11 +252,17 @@ def translate_lines(
     alpha=None,
     signature="serving_default",
     total=None,
+    threads=None,
+    long_inputs="split",
+    references=None,
+    max_input_length=None,
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
     Each batch's translations are written and flushed before the next batch
-    is read (`translate_batches`; `decoded_lines` for the text rules).
+    is read (`translate_batches`; `decoded_lines` for the text rules). A
+    line longer than the model's limit is split or cut (`long_inputs`),
+    and the long lines are counted on stderr at the end.
 
     Args:
         path: the export: a SavedModel's version folder or a CTranslate2
@@ -183,12 +271,38 @@ def translate_lines(
         output: a text stream, e.g. `sys.stdout`.
         batch_size: lines per call of the export (for a CTranslate2 export,
             per batch of calls, see `CTranslate2Translator`).
-        beam_size, alpha, signature: see `translation_function`.
+        beam_size, alpha, signature, threads: see `translation_function`.
         total: the number of lines, for the progress bar.
+        long_inputs: "split" or "truncate", see `LongInputs`.
+        max_input_length: see `translation_function`.
+        references: None, or a list of str, a reference per line.
+
+    Returns:
+        None, or with `references`, `corpus_scores` of the translations.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-    translate = translation_function(path, signature, beam_size, alpha)
+    check_policy(long_inputs)
+    translate = translation_function(
+        path,
+        signature,
+        beam_size,
+        alpha,
+        threads,
+        long_inputs,
+        batch_size,
+        max_input_length,
+    )
+    translations = [] if references is not None else None
     for batch in translate_batches(translate, decoded_lines(lines), batch_size, total):
         output.write("".join(translation + "\n" for translation in batch))
         output.flush()
+        if translations is not None:
+            translations += batch
+    if translate.summary():
+        print(translate.summary(), file=sys.stderr)
+    if references is None:
+        return None
+    from keras_transformer.evaluation import corpus_scores
+
+    return corpus_scores(translations, references)

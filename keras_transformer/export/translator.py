@@ -28,8 +28,10 @@ class Translator(tf.Module):
     become U+FFFD); characters the vocabulary has never seen become the
     unknown piece; a source longer than `model.config.max_length - 1`
     pieces keeps its first `max_length - 1` pieces (the end id makes
-    `max_length`); a source with no pieces at all (empty or whitespace
-    only) translates to the empty string with score 0. Each item is
+    `max_length`; the command `translate` splits a longer line before it
+    comes here, see `keras_transformer.export.long_inputs`); a source with
+    no pieces at all (empty or whitespace only) translates to the empty
+    string with score 0. Each item is
     decoded exactly as it would be alone.
 
     Args:
@@ -50,11 +52,15 @@ class Translator(tf.Module):
         self.alpha = alpha
         self.extra_length = extra_length
         self.max_length = model.config.max_length
-        # Saved with an export, so that a loaded one can tell its defaults.
+        # Saved with an export, so that a loaded one can tell its defaults
+        # and how many source pieces it reads (`translate` splits longer).
         self.defaults = {
             "beam_size": tf.Variable(beam_size, dtype=tf.int32, trainable=False),
             "alpha": tf.Variable(alpha, dtype=tf.float32, trainable=False),
         }
+        self.max_source_pieces = tf.Variable(
+            self.max_length - 1, dtype=tf.int32, trainable=False
+        )
 
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""

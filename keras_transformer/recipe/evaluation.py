@@ -3,7 +3,7 @@
 import dataclasses
 
 from keras_transformer.data import SubwordTokenizer, dataset_to_lists
-from keras_transformer.evaluation import corpus_scores
+from keras_transformer.evaluation import corpus_scores, format_scores
 from keras_transformer.export import Translator
 from keras_transformer.export.streaming import signature_texts, translate_batches
 from keras_transformer.models import build_transformer
@@ -25,7 +25,7 @@ def translate_all(signature, texts, description=None):
 
 
 def score(signature, sources, targets, target_language, description):
-    """BLEU and chrF (`corpus_scores`) of a `Translator` signature on the
+    """BLEU, chrF and TER (`corpus_scores`) of a `Translator` signature on the
     pairs, with `"sentences"` added; also the translations."""
     translations = translate_all(signature, sources, description)
     scores = corpus_scores(translations, targets, target_language)
@@ -88,7 +88,7 @@ def evaluate_run(
         sample: score only the first `sample` sentences (all when None).
 
     Returns:
-        `corpus_scores` of the translations (BLEU, chrF, signatures) with
+        `corpus_scores` of the translations (BLEU, chrF, TER, signatures) with
         `"sentences"` and `"checkpoints"` (the paths averaged) added.
     """
     if split not in ("validation", "test"):
@@ -132,10 +132,9 @@ def score_test_split(translator, data, config, log):
         config.data.target_language,
         "Test decoding",
     )
+    first, signatures = format_scores(scores).split("\n", 1)
     log(
-        f"Test BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f} "
-        f"(beam {evaluation.beam_size}, alpha {evaluation.alpha}, "
-        f"{len(sources)} sentences)\n"
-        f"  {scores['bleu_signature']}\n  {scores['chrf_signature']}"
+        f"Test {first} (beam {evaluation.beam_size}, alpha {evaluation.alpha}, "
+        f"{len(sources)} sentences)\n{signatures}"
     )
     return scores, translations

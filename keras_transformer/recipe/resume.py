@@ -109,7 +109,8 @@ def settle_previous_run(run_dir, config, log):
         results = run_dir.read_results()
         log(
             f"The run in {run_dir.path} is finished: test BLEU {results['bleu']:.2f}"
-            f", chrF {results['chrf']:.2f}, export {results['export_path']}. Nothing"
+            f", chrF {results['chrf']:.2f}{_ter(results)}, export "
+            f"{results['export_path']}. Nothing"
             " was trained again; pass --overwrite to start over, or "
             "`keras-transformer evaluate` to rescore."
         )
@@ -142,3 +143,8 @@ def _training_changes(differences):
         for name, (old, new) in differences.items()
         if name.partition(".")[0] not in NOT_TRAINING
     ]
+
+
+def _ter(results):
+    """ ", TER x" of results that have it (runs before TER was scored do not)."""
+    return f", TER {results['ter']:.2f}" if "ter" in results else ""

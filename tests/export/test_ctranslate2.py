@@ -188,11 +188,15 @@ def test_lines_follow_the_translators_input_rules(
     path = export_ctranslate2(translator, tmp_path / "model")
     lines = [source.encode() for source, _ in held_out[:3]] + BAD_LINES
     output = io.StringIO()
-    translate_lines(path, lines, output, batch_size=4, signature="greedy")
+    translate_lines(
+        path, lines, output, batch_size=4, signature="greedy", long_inputs="truncate"
+    )
     texts = [line.decode("utf-8", errors="replace") for line in lines]
     assert output.getvalue().split("\n") == [*in_process(translator, texts, 1, 0.0), ""]
     assert output.getvalue().split("\n")[3:5] == ["", ""]
-    assert "line 7 is not valid UTF-8" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "line 7 is not valid UTF-8" in err
+    assert "1 line was longer than the limit of 15 pieces and was cut" in err
 
 
 @pytest.fixture(scope="module")
@@ -278,3 +282,25 @@ def test_export_errors_are_one_line(tmp_path, capsys, arguments, message):
     error = capsys.readouterr().err
     assert error.startswith("keras-transformer: error: ") and message in error
     assert error.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_the_command_translates_a_300_word_line_whole(translator, tmp_path, capsys):
+    from tests.export.test_long_inputs import check_covers_the_end, long_line
+
+    path = export_ctranslate2(translator, tmp_path / "model")
+    line = long_line()
+    greedy = ["--signature", "greedy"]
+    main(["translate", str(path), "a b c", line, "--max-input-length", "8", *greedy])
+    captured = capsys.readouterr()
+    short, translation = captured.out.splitlines()
+    assert short == "c b a"
+    check_covers_the_end(translation, line, 8)
+    assert "1 long line was translated in pieces (the limit is 8" in captured.err
+    main(["translate", str(path), line, *greedy])
+    assert len(capsys.readouterr().out.split()) > 100  # windows of 15 words
+    truncate = ["--long-inputs", "truncate", "--alpha", "0", "--threads", "2"]
+    main(["translate", str(path), line, *truncate])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == in_process(translator, [line], 4, 0.0)
+    assert "1 line was longer than the limit of 15 pieces and was cut" in captured.err

@@ -139,3 +139,35 @@ def test_translate_batches_shows_progress_on_a_terminal(monkeypatch, capsys):
     list(translate_batches(signature_texts(shout), texts, 2, 3, "Decoding"))
     shown = capsys.readouterr().err
     assert "Decoding" in shown and "3/3" in shown
+
+
+@pytest.mark.slow
+def test_command_scores_against_references(exported, held_out, tmp_path, capsys):
+    from keras_transformer.evaluation import corpus_scores, format_scores
+
+    sources, references = (list(texts) for texts in zip(*held_out[:20], strict=True))
+    references[0] = "z z z"  # one wrong, so that BLEU < 100 and TER > 0
+    source_file, reference_file = tmp_path / "sources.txt", tmp_path / "refs.txt"
+    source_file.write_text("\n".join(sources) + "\n")
+    reference_file.write_text("\n".join(references) + "\n")
+    main(["translate", exported, str(source_file), "--reference", str(reference_file)])
+    captured = capsys.readouterr()
+    scores = corpus_scores(captured.out.splitlines(), references)
+    assert 0 < scores["ter"] < 100 and scores["bleu"] < 100
+    assert captured.err.strip().endswith(format_scores(scores).strip())
+    reference_file.write_text("\n".join(references[:5]) + "\n")
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "translate",
+                exported,
+                str(source_file),
+                "--reference",
+                str(reference_file),
+            ]
+        )
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("error: Got 20 hypotheses but 5 references.")
+    )

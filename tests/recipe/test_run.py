@@ -73,6 +73,8 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys):
     assert {"loss", "val_loss", "val_bleu"} <= set(results["history"][1])
     assert results["test_sentences"] == 16
     assert 0.0 <= results["bleu"] <= 100.0 and "tok:13a" in results["bleu_signature"]
+    assert results["ter"] >= 0.0 and "tok:tercom" in results["ter_signature"]
+    assert f"  TER {results['ter']:.2f} (beam" in summary
     assert results["export_path"].endswith("saved_models/translator/1")
     folder = RunDirectory(tmp_path / "run")
     assert folder.read_results()["bleu"] == results["bleu"]
@@ -81,6 +83,7 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys):
 
     rescored = evaluate_run(folder.path, "test", sample=16)  # as the job
     assert (rescored["bleu"], rescored["chrf"]) == (results["bleu"], results["chrf"])
+    assert rescored["ter"] == results["ter"]
     assert rescored["sentences"] == 16 and len(rescored["checkpoints"]) == 2
     validation = evaluate_run(folder.path, last=1, beam_size=1, sample=8)
     assert validation["sentences"] == 8 and len(validation["checkpoints"]) == 1

@@ -1,0 +1,205 @@
+"""Sources longer than a model's limit: split and joined, or cut and counted.
+
+A translator reads at most `max_length - 1` SentencePiece pieces of a
+source (the end id makes `max_length`). `LongInputs` wraps a translation
+function (a list of str to a list of str) so that a longer source is
+either translated in pieces that fit (`split_text`), their translations
+joined with a space, or cut to the limit as the export does, and counts
+the lines it split or cut.
+"""
+
+import re
+import sys
+
+POLICIES = ("split", "truncate")
+# Text that ends a sentence: punctuation, then closing quotes or brackets.
+# ASCII punctuation also needs a space after it, where the next piece starts.
+_SENTENCE_END = re.compile(r"(?:[.!?;:…]|[。！？；：])[\"'”’»)\]]*$")
+_FULL_WIDTH_END = re.compile(r"[。！？；：][\"'”’»)\]]*$")
+_WORD_START = "▁"  # SentencePiece's mark of a piece that starts a word
+
+
+def check_policy(policy):
+    """Raises ValueError unless `policy` is one of `POLICIES`."""
+    if policy not in POLICIES:
+        raise ValueError(
+            f"long_inputs must be one of {', '.join(POLICIES)}, got {policy!r}."
+        )
+
+
+def split_text(text, tokenizer, limit):
+    """`text` as a list of texts of at most `limit` pieces each.
+
+    A text within the limit is returned whole. A longer one is cut between
+    pieces into as few parts as the rules allow: each part takes as many
+    whole sentences (ending in . ! ? ; : or the like, then a space; or
+    full-width 。！？；：) as fit; a sentence longer than the limit is cut
+    at the last word start that fits, and a word longer than the limit
+    after `limit` pieces. Parts are cut from the text itself (no character
+    is changed) and stripped of surrounding spaces.
+
+    Args:
+        text: a str.
+        tokenizer: a `sentencepiece.SentencePieceProcessor`, the model's.
+        limit: the most pieces a part may have, >= 1.
+
+    Returns:
+        A list of str; `[text]` when the text fits.
+
+    Example:
+
+    >>> import sentencepiece
+    >>> from keras_transformer.data import train_tokenizer
+    >>> tokenizer = train_tokenizer(["a b c. d e! f g"] * 40, vocab_size=14,
+    ...                             byte_fallback=False)
+    >>> tokenizer = sentencepiece.SentencePieceProcessor(model_proto=tokenizer.model)
+    >>> tokenizer.encode("a b c.", out_type=str)
+    ['▁', 'a', '▁', 'b', '▁', 'c', '.']
+    >>> split_text("a b c. d e! f g", tokenizer, 7)
+    ['a b c.', 'd e!', 'f g']
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}.")
+    if len(tokenizer.encode(text)) <= limit:
+        return [text]
+    # A part cut inside a word re-encodes with a word-start piece more, so
+    # parts are cut with a smaller budget until each fits.
+    for budget in range(limit, 0, -1):
+        parts = _cut(text, tokenizer, budget)
+        if all(len(tokenizer.encode(part)) <= limit for part in parts):
+            return parts
+    return parts
+
+
+def _cut(text, tokenizer, budget):
+    """`text` cut into parts of at most `budget` pieces as encoded whole."""
+    data = text.encode("utf-8")
+    pieces = tokenizer.encode(text, out_type="proto").pieces
+    # Byte offsets where a part may start, with the kind of cut there:
+    # 2 after a sentence, 1 at a word start, 0 elsewhere.
+    starts, kinds = [], []
+    for index, piece in enumerate(pieces):
+        starts.append(piece.begin)
+        before = data[max(0, piece.begin - 64) : piece.begin].rstrip()
+        before = before.decode("utf-8", errors="replace")
+        if index and _FULL_WIDTH_END.search(before):
+            kinds.append(2)
+        elif piece.piece.startswith(_WORD_START):
+            kinds.append(2 if index and _SENTENCE_END.search(before) else 1)
+        else:
+            kinds.append(0)
+    parts, first = [], 0
+    while first < len(pieces):
+        end = first + budget
+        if end < len(pieces):
+            candidates = range(end, first, -1)
+            end = max(candidates, key=lambda index: (kinds[index], index))
+            stop = starts[end]
+        else:
+            end, stop = len(pieces), len(data)
+        part = data[starts[first] : stop].decode("utf-8", errors="replace").strip()
+        if part:
+            parts.append(part)
+        first = end
+    return parts
+
+
+class LongInputs:
+    """A translation function that splits (or cuts and counts) long sources.
+
+    Args:
+        translate: a function of a list of str to a list of str (the
+            engine: it cuts a source to `limit` pieces itself).
+        tokenizer: the model's `sentencepiece.SentencePieceProcessor`.
+        limit: the most source pieces the model reads (`max_length - 1`).
+        policy: "split" (each part of a long source is translated, and the
+            translations joined with a space) or "truncate" (the engine
+            cuts it, with a warning at the first such line).
+        batch_size: the most texts per call of `translate`.
+        max_pieces: with "split", split sources longer than this many
+            pieces instead, in parts of at most this many (1 to `limit`;
+            None: `limit`), for a model that translates shorter sources
+            better.
+
+    Attributes:
+        long_lines: how many sources so far were longer than `limit`.
+    """
+
+    def __init__(
+        self,
+        translate,
+        tokenizer,
+        limit,
+        policy="split",
+        batch_size=32,
+        max_pieces=None,
+    ):
+        check_policy(policy)
+        if max_pieces is not None:
+            if policy != "split":
+                raise ValueError("max_input_length goes with long_inputs split.")
+            if not 1 <= max_pieces <= limit:
+                raise ValueError(
+                    f"max_input_length must be 1 to the model's limit of {limit} "
+                    f"pieces, got {max_pieces}."
+                )
+            limit = max_pieces
+        self.translate = translate
+        self.tokenizer = tokenizer
+        self.limit = limit
+        self.policy = policy
+        self.batch_size = batch_size
+        self.long_lines = 0
+        self.lines = 0
+
+    def __call__(self, texts):
+        if self.policy == "truncate":
+            for text in texts:
+                self.lines += 1
+                if len(self.tokenizer.encode(text)) > self.limit:
+                    self._count_cut()
+            return self.translate(texts)
+        parts = [split_text(text, self.tokenizer, self.limit) for text in texts]
+        self.lines += len(texts)
+        self.long_lines += sum(len(text_parts) > 1 for text_parts in parts)
+        flat = [part for text_parts in parts for part in text_parts]
+        translations = []
+        for first in range(0, len(flat), self.batch_size):
+            translations += self.translate(flat[first : first + self.batch_size])
+        joined, first = [], 0
+        for text_parts in parts:
+            pieces = translations[first : first + len(text_parts)]
+            joined.append(" ".join(piece for piece in pieces if piece))
+            first += len(text_parts)
+        return joined
+
+    def _count_cut(self):
+        self.long_lines += 1
+        if self.long_lines == 1:
+            print(
+                f"warning: line {self.lines} is longer than the limit of "
+                f"{self.limit} pieces and was cut there (--long-inputs split "
+                "translates it whole)",
+                file=sys.stderr,
+            )
+
+    def summary(self):
+        """The line that counts the long sources, or None if there were none."""
+        if not self.long_lines:
+            return None
+        if self.policy == "truncate":
+            lines = (
+                "1 line was"
+                if self.long_lines == 1
+                else f"{self.long_lines} lines were"
+            )
+            return (
+                f"{lines} longer than the limit of {self.limit} pieces and "
+                f"{'was' if self.long_lines == 1 else 'were'} cut"
+            )
+        lines = (
+            "1 long line was"
+            if self.long_lines == 1
+            else f"{self.long_lines} long lines were"
+        )
+        return f"{lines} translated in pieces (the limit is {self.limit} pieces)"
