@@ -76,8 +76,8 @@ def _file_corpus(data, seed, log):
     if scan.fractions:
         log(
             f"Held out {' and '.join(scan.fractions)} from {files}: "
-            f"{max(scan.fractions.values()) * 100:.2g}% of the sources each, by a hash of"
-            " the source sentence (give --valid-files / --test-files for your own)."
+            f"{max(scan.fractions.values()) * 100:.2g}% of the sources each, by a hash"
+            " of the source sentence (give --valid-files / --test-files for your own)."
         )
     if scan.dropped:
         log(f"Left out the pairs of {files} with an empty side: {scan.dropped:,}.")
