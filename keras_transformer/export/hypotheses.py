@@ -58,8 +58,9 @@ def hypotheses_function(
         beam_size: beams; by default the export's, or `n_best` if larger.
         alpha: the length-penalty exponent; by default the export's.
         sampling: None, or ("topk", K) or ("topp", P) (`parse_sampling`):
-            draw instead of searching. CTranslate2 exports only; for the
-            keras-hub samplers use a .keras model (`model_hypotheses_function`).
+            draw instead of searching. CTranslate2 exports only; in Python,
+            `decode(model, ids, sampler=keras_hub.samplers.TopKSampler(k))`
+            samples with the keras-hub samplers.
         temperature: logits are divided by it before sampling.
 
     Raises:
@@ -80,8 +81,8 @@ def hypotheses_function(
         )
     if sampling is not None:
         raise ValueError(
-            "--sampling needs a CTranslate2 export, or a .keras model or run "
-            "folder (keras-hub samplers); a SavedModel has no sampling signature."
+            "--sampling needs a CTranslate2 export (export --format ctranslate2); "
+            "a SavedModel has no sampling signature."
         )
     export = load_export(path)
     if "nbest" not in export.signatures:
