@@ -2,6 +2,7 @@
 
     keras-transformer train [options]       # the translation job
     keras-transformer translate PATH TEXT   # translate with an export
+    keras-transformer score PATH SRC TGT    # log-probabilities of translations
     keras-transformer export DIR --format F # export a run as SavedModel/CTranslate2
     keras-transformer average DIR OUTPUT    # average the last checkpoints
     keras-transformer evaluate DIR          # score a run on validation/test
@@ -20,6 +21,7 @@ from keras_transformer.cli.models import (
     add_average_parser,
     add_evaluate_parser,
     add_export_parser,
+    add_score_parser,
     add_translate_parser,
 )
 from keras_transformer.cli.pictures import add_attention_parser, add_plot_parser
@@ -45,6 +47,7 @@ def main(argv=None):
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     add_train_parser(commands)
     add_translate_parser(commands)
+    add_score_parser(commands)
     add_export_parser(commands)
     add_average_parser(commands)
     add_evaluate_parser(commands)

@@ -1,5 +1,6 @@
 """`translate`, `export`, `average` and `evaluate`: using a trained run."""
 
+import functools
 import json
 import os
 import sys
@@ -76,42 +77,71 @@ def add_translate_parser(commands):
         help="a reference per line: print BLEU, chrF and TER (sacreBLEU, with "
         "their signatures) on stderr at the end",
     )
+    parser.add_argument(
+        "--n-best",
+        type=int,
+        metavar="K",
+        help="write K hypotheses per input as index<TAB>score<TAB>hypothesis lines "
+        "(index: the 0-based input line), best first; the beam size is at least K",
+    )
+    parser.add_argument(
+        "--sampling",
+        metavar="topk:K|topp:P",
+        help="draw each token from the K most likely ones, or from the smallest "
+        "set of probability >= P, instead of beam search (CTranslate2 exports)",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        help="divide the logits by T before --sampling (default: 1)",
+    )
     parser.set_defaults(run=translate)
 
 
 def translate(args):
     from keras_transformer.evaluation import format_scores
-    from keras_transformer.export.streaming import translate_lines
+    from keras_transformer.export import hypotheses, streaming
 
     if args.threads < 0:
         raise ValueError(f"--threads must be >= 0 (0: all cores), got {args.threads}.")
-    options = dict(
-        batch_size=args.batch_size,
-        beam_size=args.beam_size,
-        alpha=args.alpha,
-        signature=args.signature,
-        threads=args.threads,
-        long_inputs=args.long_inputs,
-        max_input_length=args.max_input_length,
-        references=_references(args.reference),
-    )
+    if args.n_best is None and args.sampling is None:
+        if args.temperature is not None:
+            raise ValueError("--temperature goes with --sampling.")
+        write = functools.partial(
+            streaming.translate_lines,
+            args.saved_model,
+            output=sys.stdout,
+            beam_size=args.beam_size,
+            alpha=args.alpha,
+            signature=args.signature,
+            threads=args.threads,
+            long_inputs=args.long_inputs,
+            max_input_length=args.max_input_length,
+            references=_references(args.reference),
+        )
+    else:
+        if args.reference is not None or args.max_input_length is not None:
+            raise ValueError(
+                "--reference and --max-input-length go with one translation a "
+                "line, not with --n-best or --sampling."
+            )
+        write = functools.partial(
+            hypotheses.write_hypotheses,
+            _hypotheses_function(args),
+            output=sys.stdout,
+            n_best=args.n_best is not None,
+        )
     source = args.inputs[0] if len(args.inputs) == 1 else None
     if not args.inputs or source == "-":
-        if sys.stdin.isatty():  # interactive: a line in, its translation out
-            options["batch_size"] = 1
-        scores = translate_lines(
-            args.saved_model, sys.stdin.buffer, sys.stdout, **options
-        )
+        # Interactive: a line in, its translation out.
+        batch_size = 1 if sys.stdin.isatty() else args.batch_size
+        scores = write(sys.stdin.buffer, batch_size=batch_size)
     elif source is not None and os.path.isfile(source):
         with open(source, "rb") as file:
-            total = sum(1 for _ in file)
-            file.seek(0)
-            scores = translate_lines(
-                args.saved_model, file, sys.stdout, total=total, **options
-            )
+            scores = write(file, batch_size=args.batch_size, total=_count_lines(file))
     else:
         texts = [text.encode("utf-8") for text in args.inputs]
-        scores = translate_lines(args.saved_model, texts, sys.stdout, **options)
+        scores = write(texts, batch_size=args.batch_size)
     if scores is not None:
         print(format_scores(scores), file=sys.stderr)
 
@@ -122,6 +152,69 @@ def _references(path):
         return None
     with open(path, encoding="utf-8", errors="replace") as file:
         return [line.rstrip("\r\n") for line in file]
+
+
+def _hypotheses_function(args):
+    """`hypotheses_function` of `translate`'s --n-best and --sampling flags."""
+    from keras_transformer.export.hypotheses import hypotheses_function, parse_sampling
+
+    if args.signature != "serving_default":
+        raise ValueError("--n-best and --sampling do not go with --signature.")
+    sampling = None if args.sampling is None else parse_sampling(args.sampling)
+    if sampling is not None and args.beam_size not in (None, 1):
+        raise ValueError("--sampling draws one token at a time; drop --beam-size.")
+    if sampling is None and args.temperature is not None:
+        raise ValueError("--temperature goes with --sampling.")
+    return hypotheses_function(
+        args.saved_model,
+        n_best=1 if args.n_best is None else args.n_best,
+        beam_size=args.beam_size,
+        alpha=args.alpha,
+        sampling=sampling,
+        temperature=1.0 if args.temperature is None else args.temperature,
+    )
+
+
+def _count_lines(file):
+    """The number of lines of a binary `file`, read back to its start."""
+    total = sum(1 for _ in file)
+    file.seek(0)
+    return total
+
+
+def add_score_parser(commands):
+    parser = commands.add_parser(
+        "score",
+        help="log-probabilities of given translations (forced decoding)",
+        description="Writes, for each pair of lines of SOURCES and TARGETS, the "
+        "log-probability of the target given the source by forced decoding, as "
+        "sum<TAB>per_token (per_token: over the target's pieces and end token; "
+        "the sum is the score greedy decoding, and beam search at alpha 0, "
+        "gives that translation).",
+    )
+    parser.add_argument(
+        "saved_model",
+        metavar="EXPORT",
+        help="a SavedModel export's version folder, or a CTranslate2 export",
+    )
+    parser.add_argument("sources", metavar="SOURCES", help="a file, a source a line")
+    parser.add_argument("targets", metavar="TARGETS", help="a file, a target a line")
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="pairs per call (default: 32)"
+    )
+    parser.set_defaults(run=score)
+
+
+def score(args):
+    from keras_transformer.export.hypotheses import score_lines
+
+    if args.batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {args.batch_size}.")
+    with open(args.sources, "rb") as sources, open(args.targets, "rb") as targets:
+        total = _count_lines(sources)
+        score_lines(
+            args.saved_model, sources, targets, sys.stdout, args.batch_size, total
+        )
 
 
 def add_export_parser(commands):

@@ -185,9 +185,47 @@ def decode(
 
 def _log_probability(model, ids, encoder_outputs, encoder_padding_mask, start_id):
     """Sum of the log-probabilities of `ids` (B, L), 0 for padding -> (B,)."""
+    log_probs = token_log_probabilities(
+        model, ids, encoder_outputs, encoder_padding_mask, start_id
+    )  # (B, L)
+    return tf.reduce_sum(log_probs, axis=1)
+
+
+def token_log_probabilities(
+    model, ids, encoder_outputs, encoder_padding_mask, start_id=1
+):
+    """Forced decoding: the log-probability of each token of given targets.
+
+    The decoder runs once over `start_id` followed by `ids` (teacher
+    forcing), so the log-probability at position t is that of `ids[:, t]`
+    given the tokens before it, as the decoding loops compute it step by
+    step. Summed over the tokens up to and including the end id, it is
+    the score greedy decoding (and beam search at alpha 0) gives the same
+    hypothesis.
+
+    Args:
+        model: a `keras_transformer.Transformer`.
+        ids: int (B, L) target tokens without the start token, 0 for padding.
+        encoder_outputs, encoder_padding_mask: from `model.encode`.
+        start_id: the token that starts every target.
+
+    Returns:
+        float32 (B, L), 0 at padding.
+
+    Example:
+
+    >>> import keras_transformer as kt
+    >>> model = kt.build_transformer(kt.TransformerConfig.tiny(20, d_model=16))
+    >>> outputs, mask = model.encode(np.array([[5, 6, 2]]))
+    >>> log_probs = token_log_probabilities(model, np.array([[7, 2, 0]]),
+    ...                                     outputs, mask)
+    >>> tuple(log_probs.shape), float(log_probs[0, 2])
+    ((1, 3), 0.0)
+    """
+    ids = tf.cast(ids, tf.int32)  # (B, L)
     start = tf.fill([tf.shape(ids)[0], 1], start_id)  # (B, 1)
     decoder_inputs = tf.concat([start, ids[:, :-1]], axis=1)  # (B, L)
     logits = model.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
-    log_probs = tf.nn.log_softmax(logits)  # (B, L, V)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B, L, V)
     token_log_probs = tf.gather(log_probs, ids, batch_dims=2)  # (B, L)
-    return tf.reduce_sum(tf.where(ids != 0, token_log_probs, 0.0), axis=1)
+    return tf.where(ids != 0, token_log_probs, 0.0)

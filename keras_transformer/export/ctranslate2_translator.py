@@ -85,44 +85,152 @@ class CTranslate2Translator:
         Raises:
             ValueError: `beam_size` < 1 or `alpha` < 0.
         """
+        results = self.hypotheses(texts, 1, beam_size, alpha, _one_greedy_call=True)
+        return [hypotheses[0][1] for hypotheses in results]
+
+    def hypotheses(
+        self,
+        texts,
+        n_best=1,
+        beam_size=None,
+        alpha=None,
+        sampling=None,
+        temperature=1.0,
+        _one_greedy_call=False,
+    ):
+        """The `n_best` best translations of each text, with their scores.
+
+        Scores are CTranslate2's: the sum of the log-probabilities of the
+        tokens, end token included, over length ** alpha (the sum itself at
+        alpha 0, as `Translator.nbest`'s). A text with no pieces gives
+        `n_best` empty translations with score 0.
+
+        Args:
+            texts: a list of str.
+            n_best: hypotheses per text (CTranslate2's `num_hypotheses`),
+                <= `beam_size` unless sampling.
+            beam_size, alpha: as in `translate`.
+            sampling: None, or ("topk", K) or ("topp", P): draw each token
+                from the K most likely ones, or from the smallest set whose
+                probability reaches P (`sampling_topk`, `sampling_topp`),
+                instead of searching; `beam_size` must then be 1.
+            temperature: the logits are divided by it before sampling.
+
+        Returns:
+            A list, per text, of `n_best` (score, translation) pairs, best
+            first (in drawing order when sampling). Below the first, a beam's
+            list may differ from `Translator.nbest`'s: CTranslate2 stops once
+            `beam_size` hypotheses have ended. Each score is the one
+            `Translator.score` gives the same hypothesis (at alpha 0).
+        """
         saved = {"beam_size": self.beam_size, "alpha": self.alpha}
         beam_size, alpha = decoding_settings(beam_size, alpha, saved)
+        if sampling is not None:
+            beam_size = 1
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}.")
-        pieces = [
+        if sampling is None and not 1 <= n_best <= beam_size:
+            raise ValueError(
+                f"n_best must be in 1..beam_size={beam_size}, got {n_best}."
+            )
+        # Sampling draws n_best hypotheses from n_best copies of a source.
+        copies, n_best = (n_best, 1) if sampling is not None else (1, n_best)
+        options = dict(
+            beam_size=beam_size,
+            length_penalty=alpha,
+            num_hypotheses=n_best,
+            return_scores=True,
+            min_decoding_length=0,  # the end token may come first
+            max_input_length=0,  # truncated in `_pieces`
+            return_end_token=True,  # counted in the length penalty
+        )
+        if sampling is not None:
+            kind, value = sampling
+            options["sampling_" + kind] = value
+            options["sampling_temperature"] = temperature
+            if kind == "topp":  # otherwise CTranslate2 also keeps only the top 1
+                options["sampling_topk"] = 0
+        pieces = self._pieces(texts)
+        results = [[(0.0, "")] * n_best * copies for _ in texts]
+        by_limit = self._by_limit(pieces)
+        if _one_greedy_call and beam_size == 1 and sampling is None:
+            # For `translate`, whose scores are not returned: greedy tokens do
+            # not depend on the limit, so one call with the largest one, each
+            # output cut to its own, gives the same translations.
+            own = {index: limit for limit, group in by_limit.items() for index in group}
+            by_limit = {max(by_limit): sorted(own)} if own else {}
+        else:
+            own = None
+        for limit, indices in by_limit.items():
+            batch = self.translator.translate_batch(
+                [pieces[index] for index in indices for _ in range(copies)],
+                max_decoding_length=limit,
+                **options,
+            )
+            for position, index in enumerate(indices):
+                drawn = batch[position * copies : (position + 1) * copies]
+                # The start, end and padding pieces decode to nothing.
+                cut = own[index] if own else None
+                results[index] = [
+                    (score, self.tokenizer.decode(hypothesis[:cut]))
+                    for result in drawn
+                    for score, hypothesis in zip(
+                        result.scores, result.hypotheses, strict=True
+                    )
+                ]
+        return results
+
+    def score(self, sources, targets):
+        """Forced decoding: the log-probability of each target given its source.
+
+        By `Translator.score`'s rules (CTranslate2's `score_batch`): targets
+        keep their first `max_length - 1` pieces and end with the end token;
+        a source with no pieces scores 0 with an empty target, else -inf.
+
+        Args:
+            sources, targets: lists of str of the same length.
+
+        Returns:
+            A list of (sum of log-probabilities, tokens) per pair, the end
+            token counted.
+        """
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"{len(sources)} sources but {len(targets)} targets; give as many."
+            )
+        source_pieces, target_pieces = self._pieces(sources), self._pieces(targets)
+        results = [
+            (0.0 if not target else -float("inf"), len(target) + 1)
+            for target in target_pieces
+        ]
+        indices = [index for index, source in enumerate(source_pieces) if source]
+        if indices:
+            batch = self.translator.score_batch(
+                [source_pieces[index] for index in indices],
+                [target_pieces[index] for index in indices],
+                max_input_length=0,  # truncated in `_pieces`
+            )
+            for index, result in zip(indices, batch, strict=True):
+                results[index] = (float(sum(result.log_probs)), len(result.log_probs))
+        return results
+
+    def _pieces(self, texts):
+        """The pieces of each text, its first `max_length - 1`."""
+        return [
             self.tokenizer.encode(text, out_type=str)[: self.max_length - 1]
             for text in texts
         ]
-        limits = {}  # index of a source with pieces -> its output limit
+
+    def _by_limit(self, pieces):
+        """Output limit -> indices of the sources with pieces that have it."""
+        by_limit = {}
         for index, source in enumerate(pieces):
             if source:
-                limits[index] = min(
-                    len(source) + 1 + self.extra_length, self.max_length
-                )
-        if beam_size == 1:  # greedy: a longer limit only adds tokens at the end
-            groups = {max(limits.values(), default=0): list(limits)}
-        else:
-            groups = {}
-            for index, limit in limits.items():
-                groups.setdefault(limit, []).append(index)
-        translations = [""] * len(texts)
-        for limit, indices in groups.items():
-            results = self.translator.translate_batch(
-                [pieces[index] for index in indices],
-                beam_size=beam_size,
-                length_penalty=alpha,
-                max_decoding_length=limit,
-                min_decoding_length=0,  # the end token may come first
-                max_input_length=0,  # truncated above
-                return_end_token=True,  # counted in the length penalty
-            )
-            for index, result in zip(indices, results, strict=True):
-                # The start, end and padding pieces decode to nothing.
-                tokens = result.hypotheses[0][: limits[index]]
-                translations[index] = self.tokenizer.decode(tokens)
-        return translations
+                limit = min(len(source) + 1 + self.extra_length, self.max_length)
+                by_limit.setdefault(limit, []).append(index)
+        return by_limit
 
 
 def _cores():

@@ -30,7 +30,8 @@ def export_translator(
     """Saves `translator` as `export_dir/name/version/`, the layout TF Serving reads.
 
     The SavedModel holds the signatures of `translator.signatures()`
-    (`serving_default`, `greedy`, `beam`, `ids`, `attention`) and the tokenizer's
+    (`serving_default`, `greedy`, `beam`, `ids`, `attention`, `nbest`,
+    `score`) and the tokenizer's
     SentencePiece model as the asset `assets/tokenizer.model`; it loads in
     TF2 (`tf.saved_model.load`) and in graph loaders (TF Serving, TF1's
     `tf.compat.v1.saved_model.loader.load`). It is

@@ -4,9 +4,11 @@ import tensorflow as tf
 
 from keras_transformer.data.pipeline import truncate_with_end_id
 from keras_transformer.data.tokenizer import END_ID, START_ID
-from keras_transformer.decoding.model_decoding import decode
+from keras_transformer.decoding.model_decoding import decode, token_log_probabilities
 
 TEXT = tf.TensorSpec([None], tf.string, name="text")
+BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
+ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
 MAX_BEAM_SIZE = 64
 
 
@@ -31,8 +33,9 @@ class Translator(tf.Module):
     `max_length`; the command `translate` splits a longer line before it
     comes here, see `keras_transformer.export.long_inputs`); a source with
     no pieces at all (empty or whitespace only) translates to the empty
-    string with score 0. Each item is
-    decoded exactly as it would be alone.
+    string with score 0. Each item is decoded exactly as it would be alone.
+    `score` reads its targets by the same rules (a target keeps its first
+    `max_length - 1` pieces, then the end id).
 
     Args:
         model: a trained `keras_transformer.Transformer`.
@@ -104,13 +107,7 @@ class Translator(tf.Module):
         """Greedy decoding. Returns {"translation", "score"} (score: log-prob)."""
         return self._translate_text(text, 1, 0.0)
 
-    @tf.function(
-        input_signature=[
-            TEXT,
-            tf.TensorSpec([], tf.int32, name="beam_size"),
-            tf.TensorSpec([], tf.float32, name="alpha"),
-        ]
-    )
+    @tf.function(input_signature=[TEXT, BEAM_SIZE, ALPHA])
     def beam(self, text, beam_size, alpha):
         """Beam search of a chosen width and length-penalty exponent.
 
@@ -122,6 +119,83 @@ class Translator(tf.Module):
         """
         beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
         return self._translate_text(text, beam_size, tf.maximum(alpha, 0.0))
+
+    @tf.function(input_signature=[TEXT, BEAM_SIZE, ALPHA])
+    def nbest(self, text, beam_size, alpha):
+        """Every finished hypothesis of a beam search, best first.
+
+        `beam_size` (clipped to [1, 64]) hypotheses per text, with scores
+        as `beam`'s (log-probability over the length penalty); hypothesis
+        0 is `beam`'s translation. A text with no pieces gives
+        `beam_size` empty hypotheses with score 0.
+
+        Returns:
+            {"translations": string (B, K), "scores": float32 (B, K)}.
+        """
+        beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
+        source_ids = self.source_ids(text)  # (B, S)
+        ids, scores = decode(
+            self.model,
+            source_ids,
+            start_id=START_ID,
+            end_id=END_ID,
+            beam_size=beam_size,
+            alpha=tf.maximum(alpha, 0.0),
+            num_results=beam_size,
+            extra_length=self.extra_length,
+            max_length=self.max_length,
+        )  # (B, K, L), (B, K)
+        shape = tf.shape(ids)
+        flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # (B * K, L)
+        texts = tf.reshape(self.tokenizer.detokenize(flat), shape[:2])  # (B, K)
+        has_pieces = _has_pieces(source_ids)[:, None]  # (B, 1)
+        return {
+            "translations": tf.where(has_pieces, texts, ""),
+            "scores": tf.where(has_pieces, scores, 0.0),
+        }
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="source"),
+            tf.TensorSpec([None], tf.string, name="target"),
+        ]
+    )
+    def score(self, source, target):
+        """The log-probability of each target given its source (forced decoding).
+
+        The decoder is teacher-forced on the target's pieces and its end
+        id, so `score` is the sum of log-probabilities that greedy decoding
+        (and beam search at alpha 0) gives a hypothesis that ends with the
+        end id. Targets follow the sources' input rules. A source with no
+        pieces translates to nothing: an empty target scores 0, any other
+        -inf.
+
+        Returns:
+            {"score": float32 (B,), the sum of log-probabilities;
+            "tokens": int32 (B,), the target's pieces + 1 (the end id);
+            "per_token": float32 (B,), score / tokens}.
+        """
+        tf.debugging.assert_equal(
+            tf.shape(source), tf.shape(target), "source and target sizes differ"
+        )
+        source_ids = self.source_ids(source)  # (B, S)
+        target_ids = self.source_ids(target)  # (B, T), the end id included
+        short = tf.maximum(1 - tf.shape(target_ids)[1], 0)  # T >= 1 at batch 0
+        target_ids = tf.pad(target_ids, [[0, 0], [0, short]])  # (B, T)
+        encoder_outputs, mask = self.model.encode(source_ids)
+        log_probs = token_log_probabilities(
+            self.model, target_ids, encoder_outputs, mask, START_ID
+        )  # (B, T)
+        tokens = tf.reduce_sum(tf.cast(target_ids != 0, tf.int32), axis=1)  # (B,)
+        empty = tf.where(_has_pieces(target_ids), -float("inf"), 0.0)  # (B,)
+        scores = tf.where(
+            _has_pieces(source_ids), tf.reduce_sum(log_probs, axis=1), empty
+        )  # (B,)
+        return {
+            "score": scores,
+            "tokens": tokens,
+            "per_token": scores / tf.cast(tokens, tf.float32),
+        }
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")])
     def translate_ids(self, ids):
@@ -184,4 +258,6 @@ class Translator(tf.Module):
             "beam": self.beam,
             "ids": self.translate_ids,
             "attention": self.attention,
+            "nbest": self.nbest,
+            "score": self.score,
         }

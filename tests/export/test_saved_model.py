@@ -19,7 +19,7 @@ from keras_transformer.export import export_translator
 pytestmark = pytest.mark.slow
 
 SUBPROCESS_TIMEOUT = 180
-SIGNATURES = ["serving_default", "greedy", "beam", "ids", "attention"]
+SIGNATURES = ["serving_default", "greedy", "beam", "ids", "attention", "nbest", "score"]
 BAD_TEXTS = ["", "   ", "z \u00e4 \u4e2d a", " ".join("abcdefghijklmnop" * 2)]
 
 TF1_SESSION_SCRIPT = """
@@ -203,6 +203,8 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
         "beam": dict(text=texts, beam_size=tf.constant(3), alpha=tf.constant(0.6)),
         "ids": dict(ids=source_ids),
         "attention": dict(text=texts),
+        "nbest": dict(text=texts, beam_size=tf.constant(3), alpha=tf.constant(0.6)),
+        "score": dict(source=texts, target=tf.reverse(texts, [0])),
     }
     in_process = translator.signatures()
     for name in SIGNATURES:
@@ -243,10 +245,11 @@ def test_saved_model_cli_lists_the_signatures(exported):
     assert process.returncode == 0, process.stderr[-4000:]
     for name in SIGNATURES:
         assert f"signature_def['{name}']" in process.stdout
-    for inputs in ("['text']", "['beam_size']", "['alpha']", "['ids']"):
+    for inputs in ("['text']", "['beam_size']", "['alpha']", "['ids']", "['target']"):
         assert f"inputs{inputs} tensor_info" in process.stdout
-    for outputs in ("translation", "score", "ids", "cross_attention", "source_pieces"):
-        assert f"outputs['{outputs}'] tensor_info" in process.stdout
+    outputs = ("translation", "score", "ids", "cross_attention", "source_pieces")
+    for output in (*outputs, "translations", "per_token"):
+        assert f"outputs['{output}'] tensor_info" in process.stdout
 
 
 def test_saved_model_uses_only_registered_ops(exported, tmp_path):
