@@ -2,6 +2,8 @@
 
 import dataclasses
 
+import tensorflow as tf
+
 from keras_transformer.data import SubwordTokenizer, dataset_to_lists
 from keras_transformer.evaluation import corpus_scores, format_scores
 from keras_transformer.export import Translator
@@ -137,4 +139,20 @@ def score_test_split(translator, data, config, log):
         f"Test {first} (beam {evaluation.beam_size}, alpha {evaluation.alpha}, "
         f"{len(sources)} sentences)\n{signatures}"
     )
+    limit = translator.max_length - 1
+    cut = long_sources(translator.tokenizer, sources, limit)
+    if cut:
+        log(
+            f"Warning: {cut} test sources are longer than the model's limit of "
+            f"{limit} pieces and were scored cut to it (`keras-transformer "
+            "translate` splits such lines)."
+        )
     return scores, translations
+
+
+def long_sources(tokenizer, texts, limit):
+    """How many of `texts` have more than `limit` pieces."""
+    if not texts:
+        return 0
+    lengths = tokenizer.tokenize(texts).row_lengths()  # (N,)
+    return int(tf.reduce_sum(tf.cast(lengths > limit, tf.int32)))

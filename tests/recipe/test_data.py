@@ -189,3 +189,12 @@ def test_fit_from_starts_each_segment_on_the_stream_of_its_step():
     fit_from(Model(), stream_at, None, 25, plan, [])
     assert streams == [25, 30]
     assert fits == [("stream at 25", 2, 3, 5), ("stream at 30", 3, 6, 10)]
+
+
+def test_test_sources_past_the_limit_are_counted_for_the_warning():
+    from keras_transformer.recipe.evaluation import long_sources
+
+    tokenizer = train_tokenizer([f"Satz {n} ist hier." for n in range(300)], 300)
+    texts = ["Satz 1 ist hier.", " ".join(["Satz 7 ist hier."] * 40), ""]
+    lengths = [len(ids) for ids in tokenizer.tokenize(texts).to_list()]
+    assert long_sources(tokenizer, texts, 20) == sum(n > 20 for n in lengths) == 1
