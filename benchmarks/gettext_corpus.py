@@ -32,7 +32,7 @@ def read_catalogues(language):
         try:
             with open(path, "rb") as file:
                 catalogue = gettext.GNUTranslations(file)._catalog
-        except (OSError, UnicodeDecodeError, gettext.error):
+        except (OSError, UnicodeDecodeError):  # a bad or non-UTF-8 catalogue
             continue
         read += 1
         for key, value in catalogue.items():
