@@ -91,7 +91,8 @@ def evaluate_run(
 
     Returns:
         `corpus_scores` of the translations (BLEU, chrF, TER, signatures) with
-        `"sentences"` and `"checkpoints"` (the paths averaged) added.
+        `"sentences"`, `"sources_cut"` (the sources longer than the model's
+        limit, scored cut to it) and `"checkpoints"` (the paths averaged).
     """
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}.")
@@ -119,7 +120,8 @@ def evaluate_run(
         config.data.target_language,
         f"Decoding {split}",
     )
-    return {**scores, "checkpoints": paths}
+    cut = long_sources(translator.tokenizer, sources, translator.max_length - 1)
+    return {**scores, "sources_cut": cut, "checkpoints": paths}
 
 
 def score_test_split(translator, data, config, log):
