@@ -70,17 +70,22 @@ class Translator(tf.Module):
         pieces = self.tokenizer.tokenize(text)  # (B, None)
         return truncate_with_end_id(pieces, self.max_length).to_tensor()  # (B, S)
 
-    def _decode(self, source_ids, beam_size, alpha):
-        ids, scores = decode(
+    def _search(self, source_ids, beam_size, alpha, num_results=1):
+        """The `num_results` best outputs: ids (B, K, L), scores (B, K)."""
+        return decode(
             self.model,
             source_ids,
             start_id=START_ID,
             end_id=END_ID,
             beam_size=beam_size,
             alpha=alpha,
+            num_results=num_results,
             extra_length=self.extra_length,
             max_length=self.max_length,
         )
+
+    def _decode(self, source_ids, beam_size, alpha):
+        ids, scores = self._search(source_ids, beam_size, alpha)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
 
     def _translate_text(self, text, beam_size, alpha):
@@ -134,16 +139,8 @@ class Translator(tf.Module):
         """
         beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
         source_ids = self.source_ids(text)  # (B, S)
-        ids, scores = decode(
-            self.model,
-            source_ids,
-            start_id=START_ID,
-            end_id=END_ID,
-            beam_size=beam_size,
-            alpha=tf.maximum(alpha, 0.0),
-            num_results=beam_size,
-            extra_length=self.extra_length,
-            max_length=self.max_length,
+        ids, scores = self._search(
+            source_ids, beam_size, tf.maximum(alpha, 0.0), num_results=beam_size
         )  # (B, K, L), (B, K)
         shape = tf.shape(ids)
         flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # (B * K, L)
