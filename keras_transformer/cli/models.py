@@ -88,12 +88,19 @@ def add_translate_parser(commands):
         "--sampling",
         metavar="topk:K|topp:P",
         help="draw each token from the K most likely ones, or from the smallest "
-        "set of probability >= P, instead of beam search (CTranslate2 exports)",
+        "set of probability >= P, instead of beam search (keras-hub's samplers "
+        "in a SavedModel; CTranslate2's own); with --n-best K, K draws a line",
     )
     parser.add_argument(
         "--temperature",
         type=float,
         help="divide the logits by T before --sampling (default: 1)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="the seed of --sampling's draws, for repeatable output "
+        "(default: a new one each run)",
     )
     parser.set_defaults(run=translate)
 
@@ -105,8 +112,8 @@ def translate(args):
     if args.threads < 0:
         raise ValueError(f"--threads must be >= 0 (0: all cores), got {args.threads}.")
     if args.n_best is None and args.sampling is None:
-        if args.temperature is not None:
-            raise ValueError("--temperature goes with --sampling.")
+        if (args.temperature, args.seed) != (None, None):
+            raise ValueError("--temperature and --seed go with --sampling.")
         write = functools.partial(
             streaming.translate_lines,
             args.saved_model,
@@ -163,8 +170,8 @@ def _hypotheses_function(args):
     sampling = None if args.sampling is None else parse_sampling(args.sampling)
     if sampling is not None and args.beam_size not in (None, 1):
         raise ValueError("--sampling draws one token at a time; drop --beam-size.")
-    if sampling is None and args.temperature is not None:
-        raise ValueError("--temperature goes with --sampling.")
+    if sampling is None and (args.temperature, args.seed) != (None, None):
+        raise ValueError("--temperature and --seed go with --sampling.")
     return hypotheses_function(
         args.saved_model,
         n_best=1 if args.n_best is None else args.n_best,
@@ -172,6 +179,7 @@ def _hypotheses_function(args):
         alpha=args.alpha,
         sampling=sampling,
         temperature=1.0 if args.temperature is None else args.temperature,
+        seed=args.seed,
     )
 
 

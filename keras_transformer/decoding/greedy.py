@@ -137,9 +137,16 @@ def most_likely(logits):
 
 
 def greedy_decode(
-    next_fn, start_ids, cache, max_length, end_id, pad_id=0, max_lengths=None
+    next_fn,
+    start_ids,
+    cache,
+    max_length,
+    end_id,
+    pad_id=0,
+    max_lengths=None,
+    choose=most_likely,
 ):
-    """Greedy decoding: the most likely token at every step.
+    """Greedy decoding: the most likely token (or `choose`'s) at every step.
 
     One `tf.while_loop` over fixed-size buffers, so that it traces once in a
     `tf.function` and compiles with `tf.function(jit_compile=True)`. After a
@@ -162,6 +169,9 @@ def greedy_decode(
         pad_id: the token written after the end.
         max_lengths: optional int (B,), per-example limits on generated
             tokens (end token included), clipped to `max_length`.
+        choose: `choose(logits) -> (tokens, log_probs)`, the token of each
+            row of (B, V) logits and its log-probability, int32 (B,) and
+            float32 (B,); the most likely by default, a draw for sampling.
 
     Returns:
         `(ids, scores)`: int32 (B, max_length), the generated tokens without
@@ -194,7 +204,7 @@ def greedy_decode(
 
     def greedy_step(index, ids, cache, finished, scores):
         logits, cache = next_fn(ids, cache, index)  # (B, V)
-        tokens, token_log_probs = most_likely(logits)  # (B,), (B,)
+        tokens, token_log_probs = choose(logits)  # (B,), (B,)
         tokens = tf.where(finished, pad_id, tokens)
         scores += tf.where(finished, 0.0, token_log_probs)
         ids = write_column(ids, index + 1, tokens)  # (B, L + 1)

@@ -4,13 +4,41 @@
 `next(prompt, cache, index) -> (logits, hidden_states, cache)` on a fixed
 prompt buffer, the shape of this package's `next_fn(ids, cache, index) ->
 (logits, cache)`. `sample` adapts one to the other and gives the output
-the conventions of `greedy_decode`. keras-hub is not a dependency of the
-package: the caller passes the sampler.
+the conventions of `greedy_decode`.
 """
 
+import keras_hub
 import tensorflow as tf
 
-from keras_transformer.decoding.greedy import sequence_limits
+from keras_transformer.decoding.greedy import (
+    greedy_decode,
+    log_probabilities,
+    sequence_limits,
+)
+
+
+def drawn_by(sampler):
+    """`greedy_decode`'s `choose` that asks a keras-hub sampler for each token.
+
+    The sampler's `compute_probabilities` (softmax of the logits over its
+    temperature) and `get_next_token` pick the token; its log-probability
+    is the untempered one.
+
+    Example:
+
+    >>> choose = drawn_by(keras_hub.samplers.TopKSampler(k=1))
+    >>> tokens, log_probs = choose(tf.math.log([[0.2, 0.5, 0.3]]))
+    >>> tokens.numpy(), np.round(np.exp(log_probs.numpy()), 4)
+    (array([1], dtype=int32), array([0.5], dtype=float32))
+    """
+
+    def choose(logits):
+        probabilities = sampler.compute_probabilities(logits)  # (B, V)
+        tokens = tf.cast(sampler.get_next_token(probabilities), tf.int32)  # (B,)
+        log_probs = tf.gather(log_probabilities(logits), tokens, batch_dims=1)
+        return tokens, log_probs  # (B,), (B,)
+
+    return choose
 
 
 def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=None):
@@ -43,6 +71,21 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
     ...        tf.constant([1]), (), max_length=4, end_id=2).numpy()
     array([[5, 5, 2, 0]], dtype=int32)
     """
+    if type(sampler).__call__ is keras_hub.samplers.Sampler.__call__:
+        # A sampler that draws each token from the step's probabilities runs
+        # in `greedy_decode`'s loop. Its own loop writes the prompt with
+        # `ops.slice_update`, an XLA op (XlaDynamicUpdateSlice) that a
+        # SavedModel served without XLA could not run.
+        ids, _ = greedy_decode(
+            next_fn,
+            start_ids,
+            cache,
+            max_length,
+            end_id,
+            max_lengths=max_lengths,
+            choose=drawn_by(sampler),
+        )
+        return ids
     batch_size = tf.shape(start_ids)[0]
     start = tf.cast(start_ids, tf.int32)[:, None]  # (B, 1)
     prompt = tf.concat(

@@ -4,12 +4,14 @@
 input line (index: the 0-based input line number), best first, as Marian
 and fairseq do; `translate --sampling` writes one drawn translation per
 line; `score` writes `sum<TAB>per_token` log-probabilities per pair. Both
-kinds of export answer: a SavedModel through its `nbest` and `score`
-signatures, a CTranslate2 model through `num_hypotheses`, `return_scores`,
-`sampling_topk`/`sampling_topp` and `score_batch`.
+kinds of export answer: a SavedModel through its `nbest`, `sample`
+(keras-hub's samplers) and `score` signatures, a CTranslate2 model through
+`num_hypotheses`, `return_scores`, `sampling_topk`/`sampling_topp` and
+`score_batch`.
 """
 
 import itertools
+import random
 
 import tensorflow as tf
 
@@ -48,7 +50,13 @@ def parse_sampling(text):
 
 
 def hypotheses_function(
-    path, n_best=1, beam_size=None, alpha=None, sampling=None, temperature=1.0
+    path,
+    n_best=1,
+    beam_size=None,
+    alpha=None,
+    sampling=None,
+    temperature=1.0,
+    seed=None,
 ):
     """A function of a list of str -> per text, `n_best` (score, translation).
 
@@ -58,33 +66,38 @@ def hypotheses_function(
         beam_size: beams; by default the export's, or `n_best` if larger.
         alpha: the length-penalty exponent; by default the export's.
         sampling: None, or ("topk", K) or ("topp", P) (`parse_sampling`):
-            draw instead of searching. CTranslate2 exports only; in Python,
-            `decode(model, ids, sampler=keras_hub.samplers.TopKSampler(k))`
-            samples with the keras-hub samplers.
+            draw instead of searching, `n_best` draws per text, in drawing
+            order: a SavedModel's `sample` signature (keras-hub's samplers),
+            CTranslate2's `sampling_topk`/`sampling_topp`.
         temperature: logits are divided by it before sampling.
+        seed: the draws' seed (int); None draws one. The same seed, export
+            and input give the same draws.
 
     Raises:
-        ValueError: `n_best` < 1 or > `beam_size`, sampling with a
-            SavedModel, or an export without an `nbest` signature.
+        ValueError: `n_best` < 1 or > `beam_size`, or an export without the
+            `nbest` or `sample` signature it needs.
     """
     if n_best < 1:
         raise ValueError(f"--n-best must be >= 1, got {n_best}.")
     if temperature <= 0:
         raise ValueError(f"--temperature must be > 0, got {temperature}.")
+    if seed is None:
+        seed = random.randrange(2**31)
     if is_ctranslate2_export(path):
         translator = CTranslate2Translator(path)
+        if sampling is not None:
+            import ctranslate2
+
+            ctranslate2.set_random_seed(seed)
         if sampling is None and beam_size is None:
             beam_size = max(translator.beam_size, n_best)
         _check_n_best(n_best, beam_size, sampling)
         return lambda texts: translator.hypotheses(
             texts, n_best, beam_size, alpha, sampling, temperature
         )
-    if sampling is not None:
-        raise ValueError(
-            "--sampling needs a CTranslate2 export (export --format ctranslate2); "
-            "a SavedModel has no sampling signature."
-        )
     export = load_export(path)
+    if sampling is not None:
+        return _samples_function(export, path, n_best, sampling, temperature, seed)
     if "nbest" not in export.signatures:
         raise ValueError(f"{path} has no nbest signature; export the model again.")
     saved = {name: value.numpy() for name, value in export.defaults.items()}
@@ -111,6 +124,39 @@ def hypotheses_function(
         ]
 
     return nbest
+
+
+def _samples_function(export, path, n_best, sampling, temperature, seed):
+    """`n_best` draws per text from a SavedModel's `sample` signature."""
+    if "sample" not in export.signatures:
+        raise ValueError(f"{path} has no sample signature; export the model again.")
+    run = export.signatures["sample"]
+    kind, value = sampling
+    settings = {
+        "top_k": tf.constant(value if kind == "topk" else 0),
+        "top_p": tf.constant(float(value) if kind == "topp" else 1.0),
+        "temperature": tf.constant(float(temperature)),
+    }
+    calls = itertools.count()
+
+    def samples(texts):
+        # Each text n_best times in one batch: every row draws on its own.
+        repeated = [text for text in texts for _ in range(n_best)]
+        outputs = run(
+            text=tf.constant(repeated, tf.string),
+            seed=tf.constant((seed + next(calls)) % 2**31),
+            **settings,
+        )
+        drawn = list(
+            zip(
+                outputs["score"].numpy().tolist(),
+                (text.decode("utf-8") for text in outputs["translation"].numpy()),
+                strict=True,
+            )
+        )
+        return [drawn[i : i + n_best] for i in range(0, len(drawn), n_best)]
+
+    return samples
 
 
 def _check_n_best(n_best, beam_size, sampling):

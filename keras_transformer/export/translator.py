@@ -1,5 +1,6 @@
 """A `tf.Module` that translates text: tokenizer + model + decoding in-graph."""
 
+import keras_hub
 import tensorflow as tf
 
 from keras_transformer.data.pipeline import truncate_with_end_id
@@ -10,6 +11,7 @@ TEXT = tf.TensorSpec([None], tf.string, name="text")
 BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
 ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
 MAX_BEAM_SIZE = 64
+MIN_TEMPERATURE = 1e-3
 
 
 def _has_pieces(source_ids):
@@ -64,13 +66,22 @@ class Translator(tf.Module):
         self.max_source_pieces = tf.Variable(
             self.max_length - 1, dtype=tf.int32, trainable=False
         )
+        # keras-hub's samplers draw the tokens of `sample`; their seed states
+        # are tracked (as tf.Variables) so that the SavedModel keeps them.
+        self._samplers = {
+            "k": keras_hub.samplers.TopKSampler(k=1),
+            "p": keras_hub.samplers.TopPSampler(p=1.0),
+        }
+        self.sampling_seeds = [
+            sampler.seed_generator.state.value for sampler in self._samplers.values()
+        ]
 
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""
         pieces = self.tokenizer.tokenize(text)  # (B, None)
         return truncate_with_end_id(pieces, self.max_length).to_tensor()  # (B, S)
 
-    def _search(self, source_ids, beam_size, alpha, num_results=1):
+    def _search(self, source_ids, beam_size, alpha, num_results=1, sampler=None):
         """The `num_results` best outputs: ids (B, K, L), scores (B, K)."""
         return decode(
             self.model,
@@ -82,15 +93,31 @@ class Translator(tf.Module):
             num_results=num_results,
             extra_length=self.extra_length,
             max_length=self.max_length,
+            sampler=sampler,
         )
 
     def _decode(self, source_ids, beam_size, alpha):
         ids, scores = self._search(source_ids, beam_size, alpha)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
 
+    def _draw(self, source_ids, kind, temperature, **setting):
+        """Tokens drawn by keras-hub's top-k ("k") or top-p ("p") sampler."""
+        # The samplers read their settings from attributes when called:
+        # setting them to this signature's inputs while it is traced makes
+        # one traced sampler serve every value.
+        sampler = self._samplers[kind]
+        sampler.temperature = temperature
+        for name, value in setting.items():
+            setattr(sampler, name, value)
+        ids, scores = self._search(source_ids, 1, 0.0, sampler=sampler)
+        return ids[:, 0], scores[:, 0]  # (B, L), (B,)
+
     def _translate_text(self, text, beam_size, alpha):
         source_ids = self.source_ids(text)  # (B, S)
         ids, scores = self._decode(source_ids, beam_size, alpha)
+        return self._texts(source_ids, ids, scores)
+
+    def _texts(self, source_ids, ids, scores):
         has_pieces = _has_pieces(source_ids)  # (B,)
         translation = tf.where(has_pieces, self.tokenizer.detokenize(ids), "")
         return {
@@ -150,6 +177,46 @@ class Translator(tf.Module):
             "translations": tf.where(has_pieces, texts, ""),
             "scores": tf.where(has_pieces, scores, 0.0),
         }
+
+    @tf.function(
+        input_signature=[
+            TEXT,
+            tf.TensorSpec([], tf.int32, name="top_k"),
+            tf.TensorSpec([], tf.float32, name="top_p"),
+            tf.TensorSpec([], tf.float32, name="temperature"),
+            tf.TensorSpec([], tf.int32, name="seed"),
+        ]
+    )
+    def sample(self, text, top_k, top_p, temperature, seed):
+        """One translation per text, each token drawn by a keras-hub sampler.
+
+        `top_k` > 0 draws from the `top_k` likeliest tokens
+        (`keras_hub.samplers.TopKSampler`); `top_k` <= 0 from the fewest
+        likeliest tokens whose probability reaches `top_p`, clipped to
+        (0, 1] (`TopPSampler`). The logits are divided by `temperature`
+        (at least 0.001) first. The same `seed` and inputs give the same
+        draws; the texts of a batch draw independently, so a text repeated
+        in a batch gives several samples.
+
+        Returns:
+            {"translation": string (B,), "score": float32 (B,), the
+            log-probability of the drawn tokens (at temperature 1)}.
+        """
+        for state in self.sampling_seeds:
+            state.assign(tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)]))
+        source_ids = self.source_ids(text)  # (B, S)
+        temperature = tf.maximum(temperature, MIN_TEMPERATURE)
+        vocab_size = self.model.config.vocab_size
+        ids, scores = tf.cond(
+            top_k > 0,
+            lambda: self._draw(
+                source_ids, "k", temperature, k=tf.minimum(top_k, vocab_size)
+            ),
+            lambda: self._draw(
+                source_ids, "p", temperature, p=tf.clip_by_value(top_p, 1e-6, 1.0)
+            ),
+        )
+        return self._texts(source_ids, ids, scores)
 
     @tf.function(
         input_signature=[
@@ -257,4 +324,5 @@ class Translator(tf.Module):
             "attention": self.attention,
             "nbest": self.nbest,
             "score": self.score,
+            "sample": self.sample,
         }

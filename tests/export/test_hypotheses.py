@@ -21,6 +21,7 @@ TF1_SIGNATURE_SCRIPT = """
 import json
 import sys
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401, registers the SentencePiece ops
 
@@ -38,7 +39,11 @@ assert "keras_transformer" not in sys.modules
 with open(result_file, "w") as file:
     json.dump(
         {
-            key: (value.astype(str) if value.dtype == object else value).tolist()
+            key: (
+                np.char.decode(value.astype(bytes), "utf-8")
+                if value.dtype == object
+                else value
+            ).tolist()
             for key, value in outputs.items()
         },
         file,
@@ -59,6 +64,17 @@ def score(signatures, sources, targets):
     outputs = signatures["score"](
         source=tf.constant(sources, tf.string, shape=[len(sources)]),
         target=tf.constant(targets, tf.string, shape=[len(targets)]),
+    )
+    return {key: value.numpy() for key, value in outputs.items()}
+
+
+def sample(signatures, texts, top_k=0, top_p=1.0, temperature=1.0, seed=0):
+    outputs = signatures["sample"](
+        text=tf.constant(texts, tf.string, shape=[len(texts)]),
+        top_k=tf.constant(top_k),
+        top_p=tf.constant(top_p),
+        temperature=tf.constant(temperature),
+        seed=tf.constant(seed),
     )
     return {key: value.numpy() for key, value in outputs.items()}
 
@@ -108,6 +124,41 @@ def test_references_score_higher_than_wrong_targets(signatures, held_out):
     wrong = score(signatures, sources, sources)["per_token"]  # not reversed
     assert np.mean(right > wrong) >= 0.9
     assert np.all(right > -1.0)
+
+
+def test_sample_draws_with_keras_hub_samplers(signatures, held_out):
+    texts = [source for source, _ in held_out[:8]]
+    greedy = signatures["greedy"](text=tf.constant(texts))
+    for settings in ({"top_k": 1}, {"top_p": 1e-6}, {"top_k": 1, "temperature": 9.0}):
+        top1 = sample(signatures, texts, **settings)  # the likeliest token only
+        np.testing.assert_array_equal(top1["translation"], greedy["translation"])
+        np.testing.assert_allclose(top1["score"], greedy["score"], atol=1e-4)
+    hot = {"top_p": 1.0, "temperature": 5.0}
+    first = sample(signatures, texts, seed=3, **hot)
+    again = sample(signatures, texts, seed=3, **hot)
+    other = sample(signatures, texts, seed=4, **hot)
+    np.testing.assert_array_equal(first["translation"], again["translation"])
+    assert list(first["translation"]) != list(other["translation"])
+    assert list(first["translation"]) != list(greedy["translation"].numpy())
+    assert np.all(first["score"] <= 0) and np.all(np.isfinite(first["score"]))
+    # Rows draw independently: one text repeated gives different samples.
+    repeated = sample(signatures, [texts[0]] * 8, top_k=50, temperature=5.0)
+    assert len(set(repeated["translation"].tolist())) > 1
+
+
+def test_sample_keeps_the_bad_input_contract(signatures):
+    texts = list(BAD_INPUTS.values())
+    outputs = sample(signatures, texts, top_k=1, temperature=0.0)
+    for key in ("empty", "whitespace"):  # no pieces: "" with score 0
+        row = list(BAD_INPUTS).index(key)
+        assert outputs["translation"][row] == b"" and outputs["score"][row] == 0.0
+    greedy = signatures["greedy"](text=tf.constant(texts))["translation"].numpy()
+    np.testing.assert_array_equal(outputs["translation"], greedy)
+    for size in (0, 1000):
+        batch = sample(signatures, [b"a b c"] * size, top_k=3, top_p=-1.0)
+        assert batch["translation"].shape == batch["score"].shape == (size,)
+    extreme = sample(signatures, [b"a b"], top_k=10**6, temperature=-1.0)
+    assert np.isfinite(extreme["score"]).all()
 
 
 @pytest.mark.parametrize("name", ["nbest", "score"])
@@ -179,26 +230,30 @@ def test_a_batch_of_zero_and_of_a_thousand(signatures):
         )
 
 
-def test_tf1_session_loader_runs_nbest_and_score(
+def test_tf1_session_loader_runs_nbest_score_and_sample(
     reloaded, exported, held_out, tmp_path
 ):
     texts = [source for source, _ in held_out[:5]] + ["", "\ufffd a"]
     for name, inputs in (
         ("nbest", {"text": texts, "beam_size": 3, "alpha": 0.0}),
         ("score", {"source": texts, "target": texts[::-1]}),
+        (
+            "sample",
+            {"text": texts, "top_k": 0, "top_p": 0.9, "temperature": 2.0, "seed": 5},
+        ),
     ):
         inputs_file = tmp_path / f"{name}.json"
         inputs_file.write_text(json.dumps(inputs))
         result = run_python(tmp_path, TF1_SIGNATURE_SCRIPT, exported, name, inputs_file)
-        expected = (
-            nbest(reloaded.signatures, texts, 3)
-            if name == "nbest"
-            else score(reloaded.signatures, texts, texts[::-1])
-        )
+        expected = {
+            "nbest": lambda: nbest(reloaded.signatures, texts, 3),
+            "score": lambda: score(reloaded.signatures, texts, texts[::-1]),
+            "sample": lambda: sample(reloaded.signatures, texts, 0, 0.9, 2.0, 5),
+        }[name]()
         assert result.keys() == expected.keys()
         for key, value in expected.items():
             if value.dtype == object:
-                assert result[key] == value.astype(str).tolist()
+                assert result[key] == np.char.decode(value.astype(bytes)).tolist()
             else:
                 np.testing.assert_allclose(result[key], value, atol=1e-5)
 
@@ -316,26 +371,21 @@ def test_score_command_agrees_with_greedy_scores(
     np.testing.assert_allclose(per_token, sums / tokens, atol=1e-5)
 
 
-def test_sampling_translates_with_a_ctranslate2_export(
-    ctranslate2_path, translator, held_out, capsys
+@pytest.mark.parametrize("engine", ["saved_model", "ctranslate2"])
+def test_translate_sampling(
+    engine, exported, ctranslate2_path, translator, held_out, capsys
 ):
-    text = held_out[0][0]
-    top1 = run_cli(capsys, "translate", ctranslate2_path, text, "--sampling", "topk:1")
-    greedy = translator.greedy(tf.constant([text]))["translation"].numpy()
-    assert top1 == [greedy[0].decode()]
-    lines = run_cli(
-        capsys,
-        "translate",
-        ctranslate2_path,
-        text,
-        "--sampling",
-        "topp:0.9",
-        "--temperature",
-        2,
-        "--n-best",
-        3,
-    )
-    assert [line.split("\t")[0] for line in lines] == ["0", "0", "0"]
+    path = exported if engine == "saved_model" else ctranslate2_path
+    texts = [source for source, _ in held_out[:3]]
+    top1 = run_cli(capsys, "translate", path, *texts, "--sampling", "topk:1")
+    greedy = translator.greedy(tf.constant(texts))["translation"].numpy()
+    assert top1 == [text.decode() for text in greedy]
+    hot = ("--sampling", "topp:0.9", "--temperature", 3, "--n-best", 3)
+    lines = run_cli(capsys, "translate", path, *texts, *hot, "--seed", 7)
+    assert [line.split("\t")[0] for line in lines] == [
+        str(i) for i in range(3) for _ in "abc"
+    ]
+    assert lines == run_cli(capsys, "translate", path, *texts, *hot, "--seed", 7)
 
 
 @pytest.mark.parametrize(
@@ -346,9 +396,9 @@ def test_sampling_translates_with_a_ctranslate2_export(
         (["--sampling", "topk:0"], "--sampling takes topk:K"),
         (["--sampling", "top:3"], "--sampling takes topk:K"),
         (["--sampling", "topp:1.5"], "--sampling takes topk:K"),
-        (["--temperature", "2"], "--temperature goes with --sampling"),
+        (["--temperature", "2"], "--temperature and --seed go with --sampling"),
+        (["--seed", "2"], "--temperature and --seed go with --sampling"),
         (["--sampling", "topk:5", "--temperature", "0"], "--temperature must be > 0"),
-        (["--sampling", "topk:5"], "--sampling needs a CTranslate2 export"),
         (["--n-best", "2", "--signature", "greedy"], "do not go with --signature"),
     ],
 )

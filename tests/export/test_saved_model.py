@@ -19,7 +19,16 @@ from keras_transformer.export import export_translator
 pytestmark = pytest.mark.slow
 
 SUBPROCESS_TIMEOUT = 180
-SIGNATURES = ["serving_default", "greedy", "beam", "ids", "attention", "nbest", "score"]
+SIGNATURES = [
+    "serving_default",
+    "greedy",
+    "beam",
+    "ids",
+    "attention",
+    "nbest",
+    "score",
+    "sample",
+]
 BAD_TEXTS = ["", "   ", "z \u00e4 \u4e2d a", " ".join("abcdefghijklmnop" * 2)]
 
 TF1_SESSION_SCRIPT = """
@@ -205,6 +214,13 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
         "attention": dict(text=texts),
         "nbest": dict(text=texts, beam_size=tf.constant(3), alpha=tf.constant(0.6)),
         "score": dict(source=texts, target=tf.reverse(texts, [0])),
+        "sample": dict(
+            text=texts,
+            top_k=tf.constant(0),
+            top_p=tf.constant(0.9),
+            temperature=tf.constant(1.5),
+            seed=tf.constant(11),
+        ),
     }
     in_process = translator.signatures()
     for name in SIGNATURES:
