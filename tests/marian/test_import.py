@@ -80,3 +80,97 @@ def test_tokenizer_gives_transformers_ids(variant):
         to_ours(row[:-1], source_order).tolist() for row in reference["source_ids"]
     ]
     assert ids == expected
+
+
+def reference_limit(reference):
+    """The most tokens transformers generated (max_length less the start)."""
+    return max(
+        len(row) for name in ("greedy", "beam4") for row in reference[name]["ids"]
+    )
+
+
+def check_outputs(ours, expected, limit, end_id):
+    """Counts of outputs equal to `expected`; a reference that reached the
+    limit ends with the end token transformers forces there
+    (forced_eos_token_id), so its other tokens must be our first ones."""
+    equal = 0
+    for row, want in zip(ours, expected, strict=True):
+        if len(want) == limit and want[-1] == end_id and row[:limit] != want:
+            equal += row[: limit - 1] == want[:-1]
+        else:
+            equal += row == want
+    return equal
+
+
+def our_ids(ids):
+    """Decoder outputs (B, L) -> lists up to and with the end id."""
+    rows = []
+    for row in np.asarray(ids).tolist():
+        rows.append(row[: row.index(2) + 1] if 2 in row else [i for i in row if i])
+    return rows
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_greedy_output_is_transformers(variant):
+    from keras_transformer.decoding import decode
+
+    model, tokenizer, _, reference, folder = loaded(variant)
+    _, target_order = orders(folder)
+    source = tokenizer.tokenize(reference["sources"])
+    source = np.concatenate(
+        [source.to_tensor().numpy(), np.zeros((len(reference["sources"]), 1), "int32")],
+        axis=1,
+    )
+    lengths = (source != 0).sum(axis=1)
+    source[np.arange(len(source)), lengths] = 2  # the end id
+    limit = reference_limit(reference)
+    ids, _ = decode(model, source, beam_size=1, extra_length=10**4, max_length=limit)
+    expected = [
+        to_ours(row, target_order).tolist() for row in reference["greedy"]["ids"]
+    ]
+    ours = our_ids(ids[:, 0])
+    assert check_outputs(ours, expected, limit, end_id=2) == len(expected)
+
+
+def check_strings(ours, reference, name):
+    """Our strings equal transformers' (a prefix of ours where it hit its
+    length limit, which ours, limited by the source length, may pass); an
+    empty source translates to "" by the translator's rule."""
+    limit = reference_limit(reference)
+    for source, text, want, ids in zip(
+        reference["sources"],
+        ours,
+        reference[name]["text"],
+        reference[name]["ids"],
+        strict=True,
+    ):
+        if not source.strip():
+            assert text == ""
+        elif len(ids) == limit:
+            assert text.startswith(want[: len(want) - 1]), (text, want)
+        else:
+            assert text == want
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_translator_strings_are_transformers(variant):
+    from keras_transformer.export import Translator
+
+    model, tokenizer, _, reference, _ = loaded(variant)
+    translator = Translator(model, tokenizer)
+    texts = translator.greedy(reference["sources"])["translation"].numpy()
+    check_strings([t.decode() for t in texts], reference, "greedy")
+
+
+@pytest.mark.slow
+def test_tf_serving_loader_returns_transformers_strings(tmp_path):
+    from keras_transformer.export import Translator, export_translator
+    from tests.export.test_saved_model import TF1_SESSION_SCRIPT, run_python
+
+    model, tokenizer, _, reference, _ = loaded("separate_swish")
+    translator = Translator(model, tokenizer, beam_size=1, alpha=0.0)
+    path = export_translator(translator, tmp_path / "export", version=1)
+    texts_file = tmp_path / "texts.json"
+    texts_file.write_text(json.dumps(reference["sources"]))
+    result = run_python(tmp_path, TF1_SESSION_SCRIPT, path, texts_file)
+    check_strings(result["translation"], reference, "greedy")
