@@ -1,6 +1,5 @@
 """`load_marian` and `import_marian`: a Marian folder -> our model, run folder."""
 
-import dataclasses
 import os
 
 from keras_transformer.marian import checkpoint, vocabulary
@@ -72,34 +71,35 @@ def import_marian(hf_dir, output_dir):
 
     The folder has what a finished `keras-transformer train` run has for
     the other commands (`export`, `translate`, `evaluate`, `attention`,
-    `train --init-from`): job.json (its beam size from the checkpoint's
-    generation config, alpha 0), model_config.json, tokenizer.model (the
-    Marian files, zipped) and model.keras. Everything is read and checked
-    before anything is written.
+    `train --init-from`): job.json (the default recipe, with the model's
+    architecture, the checkpoint's beam size (generation_config.json's
+    `num_beams`) and alpha 0), model_config.json, tokenizer.model (the
+    Marian tokenizer's files, zipped) and model.keras. Everything is read
+    and checked before anything is written.
 
     Returns:
         The `RunDirectory`.
+
+    Raises:
+        FileExistsError: `output_dir` holds a run already.
+        FileNotFoundError, ValueError: see `load_marian`.
     """
     from keras_transformer.recipe.config import RunConfig
+    from keras_transformer.recipe.fine_tuning import model_section
+    from keras_transformer.recipe.model_section import ModelSection
     from keras_transformer.recipe.run_directory import RunDirectory, check_writable
 
-    model, tokenizer, generation = load_marian(hf_dir)
     run = RunDirectory(output_dir)
     if run.exists() or os.path.exists(run.model):
-        raise FileExistsError(f"{output_dir} already holds a run.")
-    config = RunConfig()
-    config = dataclasses.replace(
-        config,
-        data=dataclasses.replace(config.data, vocab_size=tokenizer.vocab_size),
-        model=dataclasses.replace(
-            config.model,
-            max_length=model.config.max_length,
-            overrides=_overrides(model.config, config.model),
-        ),
-        evaluation=dataclasses.replace(
-            config.evaluation, beam_size=generation["num_beams"], alpha=0.0
-        ),
-        output=dataclasses.replace(config.output, output_dir=os.fspath(output_dir)),
+        raise FileExistsError(f"{output_dir} holds a run already.")
+    model, tokenizer, generation = load_marian(hf_dir)
+    config = RunConfig.from_dict(
+        {
+            "data": {"vocab_size": tokenizer.vocab_size},
+            "model": model_section(model.config, ModelSection()).to_dict(),
+            "evaluation": {"beam_size": generation["num_beams"], "alpha": 0.0},
+            "output": {"output_dir": os.fspath(output_dir)},
+        }
     )
     check_writable(output_dir)
     tokenizer.save(run.tokenizer)
@@ -107,14 +107,3 @@ def import_marian(hf_dir, output_dir):
     run.write_config(config)
     model.save(run.model)
     return run
-
-
-def _overrides(model_config, section):
-    """The fields of `model_config` that differ from the section's preset."""
-    preset = section.transformer_config(model_config.vocab_size)
-    return {
-        field.name: getattr(model_config, field.name)
-        for field in dataclasses.fields(model_config)
-        if field.name not in ("vocab_size", "max_length")
-        and getattr(model_config, field.name) != getattr(preset, field.name)
-    }

@@ -118,6 +118,10 @@ class MarianTokenizer(tf.Module):
         text = tf.strings.reduce_join(pieces, axis=-1)  # (B,)
         return tf.strings.strip(tf.strings.regex_replace(text, _SPACE, " "))
 
+    def pieces(self):
+        """`(source pieces, target pieces)`, lists of str by our id."""
+        return list(self.source_pieces), list(self.target_pieces)
+
     def id_to_piece(self, ids):
         """The target pieces of `ids` ("<pad>" is the start token)."""
         return tf.gather(self._target_piece_names, tf.cast(ids, tf.int32))

@@ -18,6 +18,8 @@ that Marian never generates (padding and start) get an output bias of
 vocabulary of V pieces becomes V + 1 ids.
 """
 
+import zipfile
+
 import numpy as np
 
 START_PIECE, END_PIECE, UNKNOWN_PIECE = "<pad>", "</s>", "<unk>"
@@ -88,3 +90,23 @@ def to_marian_ids(ids, order):
     """
     table = np.concatenate([[-1], order])
     return table[np.asarray(ids)]
+
+
+def sentencepiece_processors(path):
+    """`(source, target)` `sentencepiece.SentencePieceProcessor`s of a saved
+    tokenizer file (`data.tokenizer.load_tokenizer`'s): its SentencePiece
+    model twice, or an imported Marian tokenizer's source.spm and
+    target.spm. Their pieces are the vocabulary's (a Marian vocabulary maps
+    each piece to one id). Imports neither TensorFlow nor Keras.
+    """
+    import sentencepiece
+
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            models = archive.read("source.spm"), archive.read("target.spm")
+    else:
+        with open(path, "rb") as file:
+            models = (file.read(),) * 2
+    return tuple(
+        sentencepiece.SentencePieceProcessor(model_proto=model) for model in models
+    )
