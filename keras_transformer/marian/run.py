@@ -72,8 +72,9 @@ def import_marian(hf_dir, output_dir):
     The folder has what a finished `keras-transformer train` run has for
     the other commands (`export`, `translate`, `evaluate`, `attention`,
     `train --init-from`): job.json (the default recipe, with the model's
-    architecture, the checkpoint's beam size (generation_config.json's
-    `num_beams`) and alpha 0), model_config.json, tokenizer.model (the
+    architecture and the checkpoint's beam size (generation_config.json's
+    `num_beams`); beam search keeps its GNMT length penalty, see
+    docs/experiments.md), model_config.json, tokenizer.model (the
     Marian tokenizer's files, zipped) and model.keras. Everything is read
     and checked before anything is written.
 
@@ -97,7 +98,7 @@ def import_marian(hf_dir, output_dir):
         {
             "data": {"vocab_size": tokenizer.vocab_size},
             "model": model_section(model.config, ModelSection()).to_dict(),
-            "evaluation": {"beam_size": generation["num_beams"], "alpha": 0.0},
+            "evaluation": {"beam_size": generation["num_beams"]},
             "output": {"output_dir": os.fspath(output_dir)},
         }
     )
