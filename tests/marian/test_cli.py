@@ -7,15 +7,16 @@ import shutil
 import pytest
 
 from keras_transformer.cli import main
+from keras_transformer.data import DING_PATH
 from keras_transformer.recipe.run_directory import RunDirectory
-from tests.marian.test_import import FIXTURES, check_strings
+from tests.fixtures.make_marian_fixtures import ding_lines
+from tests.marian.test_import import FIXTURES, check_strings, loaded
 
 VARIANT = os.path.join(FIXTURES, "separate_swish")
 
 
 def reference():
-    with open(os.path.join(VARIANT, "reference.json"), encoding="utf-8") as file:
-        return json.load(file)
+    return loaded("separate_swish")[3]
 
 
 def run_cli(capsys, *argv):
@@ -78,3 +79,48 @@ def test_a_folder_that_is_not_marian_is_one_line(tmp_path, capsys):
     )
     assert status == 1 and "config.json does not exist" in err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_fine_tuning_an_imported_model_lowers_its_loss_and_exports(tmp_path, capsys):
+    assert (
+        run_cli(capsys, "import-marian", VARIANT, "--output-dir", tmp_path / "run")[0]
+        == 0
+    )
+    pairs = zip(*ding_lines(DING_PATH, 300), strict=True)
+    (tmp_path / "train.tsv").write_text("".join(f"{de}\t{en}\n" for de, en in pairs))
+    status, _, err = run_cli(
+        capsys,
+        "train",
+        "--init-from",
+        tmp_path / "run",
+        "--train-files",
+        tmp_path / "train.tsv",
+        "--output-dir",
+        tmp_path / "tuned",
+        "--export-dir",
+        tmp_path / "models",
+        "--epochs",
+        2,
+        "--steps-per-epoch",
+        4,
+        "--tokens-per-batch",
+        256,
+        "--set",
+        "evaluation.bleu_sample=4",
+        "--set",
+        "evaluation.test_sample=4",
+        "--set",
+        "evaluation.average_last=1",
+    )
+    assert status == 0, err
+    tuned = RunDirectory(tmp_path / "tuned")
+    assert (
+        tuned.read_model_config() == RunDirectory(tmp_path / "run").read_model_config()
+    )
+    history = tuned.read_results()["history"]
+    assert history["2"]["loss"] < history["1"]["loss"]
+    status, out, err = run_cli(
+        capsys, "translate", tmp_path / "models" / "translator" / "1", "Guten Morgen!"
+    )
+    assert status == 0, err
