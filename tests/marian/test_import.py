@@ -174,3 +174,21 @@ def test_tf_serving_loader_returns_transformers_strings(tmp_path):
     texts_file.write_text(json.dumps(reference["sources"]))
     result = run_python(tmp_path, TF1_SESSION_SCRIPT, path, texts_file)
     check_strings(result["translation"], reference, "greedy")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["shared_swish", "separate_swish"])
+def test_ctranslate2_export_translates_as_the_translator(variant, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from keras_transformer.export import (
+        CTranslate2Translator,
+        Translator,
+        export_ctranslate2,
+    )
+
+    model, tokenizer, _, reference, _ = loaded(variant)
+    translator = Translator(model, tokenizer, beam_size=1, alpha=0.0)
+    path = export_ctranslate2(translator, tmp_path / "ct2")
+    texts = CTranslate2Translator(path).translate(reference["sources"])
+    expected = translator.greedy(reference["sources"])["translation"].numpy()
+    assert texts == [text.decode("utf-8") for text in expected]
