@@ -80,18 +80,6 @@ def output_bias(bias, order):
     return ours
 
 
-def to_marian_ids(ids, order):
-    """Our ids -> Marian's (our padding 0 -> -1).
-
-    Example:
-
-    >>> to_marian_ids(np.array([1, 2, 4, 0]), np.array([4, 0, 1, 2, 3]))
-    array([ 4,  0,  2, -1])
-    """
-    table = np.concatenate([[-1], order])
-    return table[np.asarray(ids)]
-
-
 def sentencepiece_processors(path):
     """`(source, target)` `sentencepiece.SentencePieceProcessor`s of a saved
     tokenizer file (`data.tokenizer.load_tokenizer`'s): its SentencePiece
