@@ -8,6 +8,7 @@
     keras-transformer evaluate DIR          # score a run on validation/test
     keras-transformer attention PATH TEXT   # draw an export's attention maps
     keras-transformer plot DIR              # draw a run's schedule and curves
+    keras-transformer import-marian HF_DIR --output-dir DIR  # an OPUS-MT model
 
 Run `keras-transformer COMMAND --help` for the options.
 """
@@ -17,6 +18,7 @@ import contextlib
 import os
 import sys
 
+from keras_transformer.cli.marian import add_import_marian_parser
 from keras_transformer.cli.models import (
     add_average_parser,
     add_evaluate_parser,
@@ -53,6 +55,7 @@ def main(argv=None):
     add_evaluate_parser(commands)
     add_attention_parser(commands)
     add_plot_parser(commands)
+    add_import_marian_parser(commands)
     args = parser.parse_args(argv)
     try:
         start_tensorflow(quiet=not args.debug)

@@ -303,13 +303,13 @@ def _translator(model, tokenizer_file, run, args):
     from `args` and the run's evaluation settings (when `run` is one)."""
     import dataclasses
 
-    from keras_transformer.data import SubwordTokenizer
+    from keras_transformer.data.tokenizer import load_tokenizer
     from keras_transformer.export import Translator
     from keras_transformer.recipe.config import decoding_settings
 
     saved = dataclasses.asdict(run.read_config().evaluation) if run.exists() else None
     beam_size, alpha = decoding_settings(args.beam_size, args.alpha, saved)
-    return Translator(model, SubwordTokenizer.load(tokenizer_file), beam_size, alpha)
+    return Translator(model, load_tokenizer(tokenizer_file), beam_size, alpha)
 
 
 def add_average_parser(commands):

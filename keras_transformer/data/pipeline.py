@@ -210,7 +210,10 @@ def _examples(pairs, tokenizer, max_length, drop_long=False, sampling_alpha=None
     if sampling_alpha is not None:
         tokenizer = tokenizer.sampling(sampling_alpha)
     tokenized = pairs.batch(256).map(
-        lambda source, target: (tokenizer.tokenize(source), tokenizer.tokenize(target)),
+        lambda source, target: (
+            tokenizer.tokenize(source),
+            tokenizer.tokenize_target(target),
+        ),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     tokenized = tokenized.unbatch()  # (source_ids (L,), target_ids (L,))

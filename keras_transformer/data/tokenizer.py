@@ -5,6 +5,7 @@ import itertools
 import math
 import os
 import random
+import zipfile
 
 import sentencepiece
 import tensorflow as tf
@@ -225,6 +226,29 @@ def check_vocabulary(model, name="the SentencePiece model"):
     return processor.get_piece_size()
 
 
+def load_tokenizer(path):
+    """The tokenizer saved at `path`: a `SubwordTokenizer`'s SentencePiece
+    model, or the zip of an imported Marian checkpoint's tokenizer files
+    (`keras_transformer.marian.MarianTokenizer`)."""
+    if os.path.exists(path) and zipfile.is_zipfile(path):
+        from keras_transformer.marian.tokenizer import MarianTokenizer
+
+        return MarianTokenizer.load(path)
+    return SubwordTokenizer.load(path)
+
+
+def vocabulary_size(model, name="the SentencePiece model"):
+    """The source ids of a saved tokenizer's bytes (see `load_tokenizer`),
+    checked as `check_vocabulary` checks a SentencePiece model."""
+    if zipfile.is_zipfile(io.BytesIO(model)):
+        from keras_transformer.marian.tokenizer import MarianTokenizer
+
+        with zipfile.ZipFile(io.BytesIO(model)) as archive:
+            files = {name: archive.read(name) for name in archive.namelist()}
+        return MarianTokenizer(files).vocab_size
+    return check_vocabulary(model, name)
+
+
 def check_sampling_alpha(alpha):
     """Raises `ValueError` unless `alpha` is None or a number > 0."""
     if alpha is not None and not alpha > 0:
@@ -321,6 +345,16 @@ class SubwordTokenizer(tf.Module):
             errors="replace",
         )
         return tf.cast(self._tokenizer.tokenize(texts), tf.int32)
+
+    def tokenize_target(self, texts):
+        """`tokenize`: targets share the vocabulary."""
+        return self.tokenize(texts)
+
+    def pieces(self):
+        """`(source pieces, target pieces)`, lists of str by id: the same."""
+        ids = tf.range(self.vocab_size)
+        pieces = [piece.decode("utf-8") for piece in self.id_to_piece(ids).numpy()]
+        return pieces, pieces
 
     def detokenize(self, ids):
         """Ids (B, L), dense or ragged -> strings (B,).

@@ -99,9 +99,11 @@ def transformer_spec(model, tokenizer):
     """`model` as a CTranslate2 `TransformerSpec`, weights and vocabulary set.
 
     Post-norm and pre-norm models map alike (pre-norm with its final layer
-    norms). The embeddings are scaled by sqrt(d_model), as in
-    `PositionalEmbedding`, and the position encodings are this package's
-    interleaved sinusoids, as a table of `config.max_length` positions:
+    norms). The embeddings are scaled by sqrt(d_model) (unless
+    `config.scale_embedding` is False), with the output bias if the config
+    has one, as in `PositionalEmbedding`, and the position encodings are
+    this package's sinusoids (in `config.sinusoid_layout`), as a table of
+    `config.max_length` positions:
     CTranslate2 refuses longer sources and translations, which
     `CTranslate2Translator` never asks for. Our fused key-value projections
     are split into CTranslate2's stacked layouts: one query-key-value
@@ -137,14 +139,20 @@ def transformer_spec(model, tokenizer):
         activation=ctranslate2.specs.Activation[activation],
     )
     encoding = ops.convert_to_numpy(
-        sinusoidal_encoding(config.max_length, config.d_model)
+        sinusoidal_encoding(
+            config.max_length, config.d_model, layout=config.sinusoid_layout
+        )
     )  # (max_length, D)
     spec.encoder.position_encodings.encodings = encoding
     spec.decoder.position_encodings.encodings = encoding
     spec.encoder.embeddings[0].weight = _array(model.source_embedding.embeddings)
     spec.decoder.embeddings.weight = _array(model.target_embedding.embeddings)
+    spec.encoder.scale_embeddings = config.scale_embedding
+    spec.decoder.scale_embeddings = config.scale_embedding
     if model.output_projection is None:  # the embedding is the projection
         spec.decoder.projection.weight = spec.decoder.embeddings.weight  # (V, D)
+        if config.output_bias:
+            spec.decoder.projection.bias = _array(model.target_embedding.bias)
     else:
         _set_linear(spec.decoder.projection, _linear(model.output_projection))
     if config.norm_first:
@@ -158,11 +166,8 @@ def transformer_spec(model, tokenizer):
         _set_cross_attention(layer.attention, block)
         _set_feed_forward(layer.ffn, block)
 
-    pieces = [
-        piece.decode("utf-8")
-        for piece in tokenizer.id_to_piece(np.arange(tokenizer.vocab_size)).numpy()
-    ]
-    spec.register_source_vocabulary(pieces)
+    source_pieces, pieces = tokenizer.pieces()
+    spec.register_source_vocabulary(source_pieces)
     spec.register_target_vocabulary(pieces)
     spec.config.unk_token = pieces[tokenizer.unknown_id]
     spec.config.bos_token = spec.config.decoder_start_token = pieces[tokenizer.start_id]

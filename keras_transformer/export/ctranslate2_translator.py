@@ -3,14 +3,13 @@
 import json
 import os
 
-import sentencepiece
-
 from keras_transformer.export.ctranslate2_model import (
     SETTINGS_FILE,
     import_ctranslate2,
     is_ctranslate2_export,
 )
 from keras_transformer.export.saved_model import VOCABULARY_FILE
+from keras_transformer.marian.vocabulary import sentencepiece_processors
 from keras_transformer.recipe.config import decoding_settings
 
 
@@ -60,8 +59,9 @@ class CTranslate2Translator:
         self.alpha = settings["alpha"]
         self.extra_length = settings["extra_length"]
         self.max_length = settings["max_length"]
-        self.tokenizer = sentencepiece.SentencePieceProcessor(
-            model_file=os.path.join(path, VOCABULARY_FILE)
+        # Sources are cut by `tokenizer`, translations joined by the target's.
+        self.tokenizer, self.target_tokenizer = sentencepiece_processors(
+            os.path.join(path, VOCABULARY_FILE)
         )
         if threads is not None and threads < 0:
             raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}.")
@@ -174,7 +174,7 @@ class CTranslate2Translator:
                 # The start, end and padding pieces decode to nothing.
                 cut = own[index] if own else None
                 results[index] = [
-                    (score, self.tokenizer.decode(hypothesis[:cut]))
+                    (score, self.target_tokenizer.decode(hypothesis[:cut]))
                     for result in drawn
                     for score, hypothesis in zip(
                         result.scores, result.hypotheses, strict=True

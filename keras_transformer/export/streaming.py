@@ -15,6 +15,7 @@ from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 from keras_transformer.export.long_inputs import LongInputs, check_policy
 from keras_transformer.export.saved_model import VOCABULARY_FILE
+from keras_transformer.marian.vocabulary import sentencepiece_processors
 from keras_transformer.recipe.config import decoding_settings
 
 
@@ -135,10 +136,8 @@ def set_threads(threads):
 def _saved_model_limit(export, path):
     """The SentencePiece processor of a SavedModel export and the most
     source pieces its model reads."""
-    import sentencepiece
-
-    tokenizer = sentencepiece.SentencePieceProcessor(
-        model_file=os.path.join(path, "assets", VOCABULARY_FILE)
+    tokenizer, _ = sentencepiece_processors(
+        os.path.join(path, "assets", VOCABULARY_FILE)
     )
     limit = getattr(export, "max_source_pieces", None)
     if limit is not None:

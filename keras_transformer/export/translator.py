@@ -243,7 +243,9 @@ class Translator(tf.Module):
             tf.shape(source), tf.shape(target), "source and target sizes differ"
         )
         source_ids = self.source_ids(source)  # (B, S)
-        target_ids = self.source_ids(target)  # (B, T), the end id included
+        target_ids = truncate_with_end_id(
+            self.tokenizer.tokenize_target(target), self.max_length
+        ).to_tensor()  # (B, T), the end id included
         short = tf.maximum(1 - tf.shape(target_ids)[1], 0)  # T >= 1 at batch 0
         target_ids = tf.pad(target_ids, [[0, 0], [0, short]])  # (B, T)
         encoder_outputs, mask = self.model.encode(source_ids)

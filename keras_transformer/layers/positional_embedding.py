@@ -9,20 +9,28 @@ from keras import ops
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.shapes import unflatten_rows
 
+SINUSOID_LAYOUTS = ("interleaved", "split")
 
-def sinusoidal_encoding(length, d_model, start_index=0, dtype="float32"):
+
+def sinusoidal_encoding(
+    length, d_model, start_index=0, dtype="float32", layout="interleaved"
+):
     """The position encoding of the paper (section 3.5), for any length.
 
     PE(pos, 2i) = sin(pos / 10000^(2i / d_model)) and
     PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model)), interleaved: even
-    channels hold sines and odd channels cosines. Nothing is tabulated, so
-    any length and any `start_index` work.
+    channels hold sines and odd channels cosines. With `layout="split"`
+    the same waves are laid out as Marian (and fairseq, tensor2tensor) lay
+    them: the sines in the first ceil(d_model / 2) channels, the cosines in
+    the rest. Nothing is tabulated, so any length and any `start_index`
+    work.
 
     Args:
         length: number of positions (int or scalar tensor).
         d_model: number of channels.
         start_index: position of the first row (int or scalar tensor).
         dtype: dtype of the result.
+        layout: "interleaved" or "split" (see above).
 
     Returns:
         A (length, d_model) tensor.
@@ -32,14 +40,24 @@ def sinusoidal_encoding(length, d_model, start_index=0, dtype="float32"):
     >>> encoding = sinusoidal_encoding(50, 16)
     >>> tuple(encoding.shape)
     (50, 16)
+    >>> split = sinusoidal_encoding(50, 16, layout="split")
+    >>> bool(np.allclose(split[:, :8], encoding[:, 0::2]))
+    True
     """
+    if layout not in SINUSOID_LAYOUTS:
+        raise ValueError(f"layout must be one of {SINUSOID_LAYOUTS}, got {layout!r}.")
     channels = np.arange(d_model)  # (D,), constants: no ops per call
-    pair_index = channels // 2 * 2  # 2i for channels 2i and 2i + 1
+    if layout == "interleaved":
+        pair_index = channels // 2 * 2  # 2i for channels 2i and 2i + 1
+        is_sine = channels % 2 == 0
+    else:
+        sines = (d_model + 1) // 2
+        is_sine = channels < sines
+        pair_index = 2 * np.where(is_sine, channels, channels - sines)
     inverse_frequency = np.exp(pair_index * (-math.log(10000.0) / d_model))  # (D,)
     positions = ops.cast(ops.arange(length) + start_index, "float32")  # (L,)
     angles = ops.expand_dims(positions, 1) * inverse_frequency.astype("float32")
-    is_even = channels % 2 == 0
-    encoding = ops.where(is_even, ops.sin(angles), ops.cos(angles))  # (L, D)
+    encoding = ops.where(is_sine, ops.sin(angles), ops.cos(angles))  # (L, D)
     return ops.cast(encoding, dtype)
 
 
@@ -54,7 +72,8 @@ class PositionalEmbedding(keras.layers.Layer):
     than anything seen in training still embed at their true positions.
 
     The same matrix doubles as the pre-softmax projection when the layer is
-    called with `reverse=True` (weight tying, section 3.4).
+    called with `reverse=True` (weight tying, section 3.4), optionally with
+    a bias over the vocabulary (`output_bias`, Marian's `final_logits_bias`).
 
     Token id 0 is padding: with `mask_zero=True` (the default) the layer
     attaches a Keras mask `token_ids != 0` to its output.
@@ -64,6 +83,12 @@ class PositionalEmbedding(keras.layers.Layer):
         d_model: embedding width.
         dropout: dropout rate applied to the sum, in [0, 1).
         mask_zero: whether to attach the padding mask as a Keras mask.
+        sinusoid_layout: "interleaved" (the paper's) or "split" (Marian's),
+            see `sinusoidal_encoding`.
+        scale_embedding: multiply the looked-up vectors by sqrt(d_model),
+            as the paper does; Marian checkpoints may not.
+        output_bias: with `reverse=True`, add a learned bias (vocab_size,)
+            to the logits.
         embeddings_initializer: initializer of the matrix; by default
             normal with standard deviation d_model^-0.5, so that the scaled
             embedding has unit variance.
@@ -97,6 +122,9 @@ class PositionalEmbedding(keras.layers.Layer):
         dropout=0.0,
         mask_zero=True,
         embeddings_initializer=None,
+        sinusoid_layout="interleaved",
+        scale_embedding=True,
+        output_bias=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -106,10 +134,18 @@ class PositionalEmbedding(keras.layers.Layer):
             raise ValueError(f"d_model must be >= 1, got {d_model}.")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}.")
+        if sinusoid_layout not in SINUSOID_LAYOUTS:
+            raise ValueError(
+                f"sinusoid_layout must be one of {SINUSOID_LAYOUTS}, "
+                f"got {sinusoid_layout!r}."
+            )
         self.vocab_size = int(vocab_size)
         self.d_model = int(d_model)
         self.dropout = dropout
         self.mask_zero = mask_zero
+        self.sinusoid_layout = sinusoid_layout
+        self.scale_embedding = bool(scale_embedding)
+        self.output_bias = bool(output_bias)
         self.embeddings_initializer = keras.initializers.get(
             embeddings_initializer
             or keras.initializers.RandomNormal(stddev=self.d_model**-0.5)
@@ -125,6 +161,11 @@ class PositionalEmbedding(keras.layers.Layer):
             shape=(self.vocab_size, self.d_model),
             initializer=self.embeddings_initializer,
         )
+        self.bias = None
+        if self.output_bias:
+            self.bias = self.add_weight(
+                name="output_bias", shape=(self.vocab_size,), initializer="zeros"
+            )
         self.built = True
 
     def projection_kernel(self):
@@ -150,14 +191,21 @@ class PositionalEmbedding(keras.layers.Layer):
                 projection_kernel = self.projection_kernel()  # (D, V)
             flat = ops.reshape(inputs, (-1, self.d_model))  # (B * T, D)
             logits = ops.matmul(flat, projection_kernel)  # (B * T, V)
-            return ops.cast(unflatten_rows(logits, inputs), "float32")  # (B, T, V)
+            logits = ops.cast(unflatten_rows(logits, inputs), "float32")  # (B, T, V)
+            if self.bias is not None:
+                logits = logits + ops.cast(self.bias, "float32")
+            return logits
         inputs = ops.cast(inputs, "int32")
         embedded = ops.take(self.embeddings, inputs, axis=0)  # (B, T, D)
-        embedded = ops.cast(embedded, self.compute_dtype) * ops.cast(
-            math.sqrt(self.d_model), self.compute_dtype
-        )
+        embedded = ops.cast(embedded, self.compute_dtype)
+        if self.scale_embedding:
+            embedded = embedded * ops.cast(math.sqrt(self.d_model), self.compute_dtype)
         encoding = sinusoidal_encoding(
-            ops.shape(inputs)[1], self.d_model, start_index, self.compute_dtype
+            ops.shape(inputs)[1],
+            self.d_model,
+            start_index,
+            self.compute_dtype,
+            self.sinusoid_layout,
         )  # (T, D)
         return self.dropout_layer(embedded + encoding[None], training=training)
 
@@ -177,6 +225,9 @@ class PositionalEmbedding(keras.layers.Layer):
                 "embeddings_initializer": keras.initializers.serialize(
                     self.embeddings_initializer
                 ),
+                "sinusoid_layout": self.sinusoid_layout,
+                "scale_embedding": self.scale_embedding,
+                "output_bias": self.output_bias,
             }
         )
         return config

@@ -37,6 +37,16 @@ class TransformerConfig:
             weights.
         activation: feed-forward activation.
         layer_norm_epsilon: epsilon of every layer norm.
+        sinusoid_layout: where the position encoding puts its sines and
+            cosines: "interleaved" (the paper's) or "split" (Marian's), see
+            `layers.sinusoidal_encoding`.
+        scale_embedding: multiply embeddings by sqrt(d_model) (section 3.4).
+        output_bias: a bias on the logits of the tied pre-softmax
+            projection (Marian's `final_logits_bias`); needs
+            `shared_embeddings` (a separate projection has its own bias).
+        target_vocab_size: size of a separate target vocabulary; None when
+            source and target share `vocab_size`. Needs `shared_embeddings`
+            False.
 
     Example:
 
@@ -59,6 +69,10 @@ class TransformerConfig:
     shared_embeddings: bool = True
     activation: str = "relu"
     layer_norm_epsilon: float = 1e-6
+    sinusoid_layout: str = "interleaved"
+    scale_embedding: bool = True
+    output_bias: bool = False
+    target_vocab_size: int | None = None
 
     def __post_init__(self):
         positive = (
@@ -91,6 +105,22 @@ class TransformerConfig:
             raise ValueError(
                 f"layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}."
             )
+        if self.output_bias and not self.shared_embeddings:
+            raise ValueError(
+                "output_bias needs shared_embeddings: a separate output "
+                "projection has its own bias."
+            )
+        if self.target_vocab_size is not None:
+            value = self.target_vocab_size
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"target_vocab_size must be a positive int or None, got {value!r}."
+                )
+            if self.shared_embeddings:
+                raise ValueError(
+                    "target_vocab_size needs shared_embeddings False: one "
+                    "matrix cannot embed two vocabularies."
+                )
 
     @classmethod
     def base(cls, vocab_size, **overrides):
@@ -135,6 +165,11 @@ class TransformerConfig:
             max_length=64,
         )
         return cls(vocab_size=vocab_size, **values).replace(**overrides)
+
+    @property
+    def output_vocab_size(self):
+        """The target vocabulary's size: the logits' last axis."""
+        return self.target_vocab_size or self.vocab_size
 
     def replace(self, **changes):
         """A copy with `changes` applied (and validated).

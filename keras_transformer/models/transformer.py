@@ -16,7 +16,8 @@ class Transformer(keras.Model):
 
     Inputs are a dict of int token ids, `encoder_inputs` (B, S) and
     `decoder_inputs` (B, T), with 0 as padding; the output is float32 logits
-    (B, T, vocab_size) for the token after each decoder position. With
+    (B, T, config.output_vocab_size) for the token after each decoder
+    position. With
     `config.shared_embeddings` one matrix embeds source and target and is the
     pre-softmax projection (section 3.4).
 
@@ -54,9 +55,15 @@ class Transformer(keras.Model):
     def _create_layers(self):
         config = self.config
 
-        def embedding(name):
+        def embedding(name, vocab_size=config.vocab_size, output_bias=False):
             return PositionalEmbedding(
-                config.vocab_size, config.d_model, dropout=config.dropout, name=name
+                vocab_size,
+                config.d_model,
+                dropout=config.dropout,
+                sinusoid_layout=config.sinusoid_layout,
+                scale_embedding=config.scale_embedding,
+                output_bias=output_bias,
+                name=name,
             )
 
         block_arguments = dict(
@@ -71,14 +78,16 @@ class Transformer(keras.Model):
         )
         if config.shared_embeddings:
             self.source_embedding = self.target_embedding = embedding(
-                "shared_embedding"
+                "shared_embedding", output_bias=config.output_bias
             )
             self.output_projection = None
         else:
             self.source_embedding = embedding("source_embedding")
-            self.target_embedding = embedding("target_embedding")
+            self.target_embedding = embedding(
+                "target_embedding", config.output_vocab_size
+            )
             self.output_projection = keras.layers.Dense(
-                config.vocab_size, name="output_projection"
+                config.output_vocab_size, name="output_projection"
             )
         self.encoder_blocks = [
             EncoderBlock(**block_arguments, name=f"encoder_block_{i}")

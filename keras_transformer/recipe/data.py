@@ -18,7 +18,11 @@ from keras_transformer.data import (
 )
 from keras_transformer.data.corpus_scan import SAMPLE_PAIRS
 from keras_transformer.data.pipeline import batches_in_pass
-from keras_transformer.data.tokenizer import SAMPLED_THREADS, check_vocabulary
+from keras_transformer.data.tokenizer import (
+    SAMPLED_THREADS,
+    load_tokenizer,
+    vocabulary_size,
+)
 from keras_transformer.recipe.config import sample_size
 
 
@@ -223,7 +227,7 @@ def settle_vocabulary(config, run_dir):
         raise FileNotFoundError(f"The vocabulary {data.vocab!r} does not exist.")
     with open(data.vocab, "rb") as file:
         model = file.read()
-    pieces = check_vocabulary(model, data.vocab)
+    pieces = vocabulary_size(model, data.vocab)
     if data.vocab_size not in (None, pieces):
         raise ValueError(
             f"vocab_size is {data.vocab_size}, but the vocabulary {data.vocab} has "
@@ -276,11 +280,11 @@ def _tokenizer(run_dir, corpus, data, log):
     """The run's vocabulary: its own, the one it reuses, or a new one trained on
     the corpus's training sample (all the training pairs when few enough)."""
     if os.path.exists(run_dir.tokenizer):
-        return SubwordTokenizer.load(run_dir.tokenizer)
+        return load_tokenizer(run_dir.tokenizer)
     if data.vocab:
         log(f"Using the {data.vocab_size}-piece vocabulary {data.vocab}.")
         shutil.copyfile(data.vocab, run_dir.tokenizer)
-        return SubwordTokenizer.load(run_dir.tokenizer)
+        return load_tokenizer(run_dir.tokenizer)
     sample = (
         f" on a sample of {SAMPLE_PAIRS:,} of the {corpus.training_pairs:,} pairs"
         if corpus.sampled

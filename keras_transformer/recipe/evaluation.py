@@ -4,7 +4,8 @@ import dataclasses
 
 import tensorflow as tf
 
-from keras_transformer.data import SubwordTokenizer, dataset_to_lists
+from keras_transformer.data import dataset_to_lists
+from keras_transformer.data.tokenizer import load_tokenizer
 from keras_transformer.evaluation import corpus_scores, format_scores
 from keras_transformer.export import Translator
 from keras_transformer.export.streaming import signature_texts, translate_batches
@@ -109,9 +110,7 @@ def evaluate_run(
         evaluation.average_last if last is None else last,
         resolve_precision(config.runtime.precision),
     )
-    translator = Translator(
-        model, SubwordTokenizer.load(run.tokenizer), beam_size, alpha
-    )
+    translator = Translator(model, load_tokenizer(run.tokenizer), beam_size, alpha)
     signature = translator.greedy if beam_size == 1 else translator.translate
     scores, _ = score(
         signature,

@@ -17,6 +17,21 @@ def paper_encoding(positions, d_model):
     return table
 
 
+def marian_encoding(positions, d_model):
+    """transformers' MarianSinusoidalPositionalEmbedding.create_weight, in NumPy."""
+    table = np.array(
+        [
+            [pos / np.power(10000, 2 * (j // 2) / d_model) for j in range(d_model)]
+            for pos in positions
+        ]
+    )
+    sines = d_model // 2 + d_model % 2
+    out = np.zeros_like(table)
+    out[:, :sines] = np.sin(table[:, 0::2])
+    out[:, sines:] = np.cos(table[:, 1::2])
+    return out
+
+
 def test_layer_conventions(tmp_path):
     ids = np.array([[5, 7, 9, 0, 0], [1, 2, 3, 4, 5]], "int32")
     run_layer_test(
@@ -27,6 +42,40 @@ def test_layer_conventions(tmp_path):
         expected_num_trainable_weights=1,
         tmp_path=tmp_path,
     )
+
+
+def test_layer_conventions_of_the_output_bias(tmp_path):
+    hidden = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+    options = {"sinusoid_layout": "split", "scale_embedding": False}
+    run_layer_test(
+        PositionalEmbedding,
+        {"vocab_size": 12, "d_model": 16, "output_bias": True, **options},
+        {"inputs": hidden},
+        call_kwargs={"reverse": True},
+        expected_output_shape=(2, 5, 12),
+        expected_num_trainable_weights=2,
+        tmp_path=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("d_model", [16, 15, 512])
+def test_split_sinusoid_matches_marian(d_model):
+    encoding = np.array(sinusoidal_encoding(60, d_model, layout="split"))
+    np.testing.assert_allclose(encoding, marian_encoding(range(60), d_model), atol=1e-5)
+
+
+def test_unscaled_embedding_and_output_bias():
+    layer = PositionalEmbedding(
+        20, 8, sinusoid_layout="split", scale_embedding=False, output_bias=True
+    )
+    layer.build()
+    ids = np.array([[3, 4, 5]])
+    expected = np.array(layer.embeddings)[ids] + marian_encoding(range(3), 8)[None]
+    np.testing.assert_allclose(layer(ids), expected, atol=1e-5)
+    layer.bias.assign(np.arange(20, dtype="float32"))
+    hidden = np.random.default_rng(0).normal(size=(1, 2, 8)).astype("float32")
+    expected = hidden @ np.array(layer.embeddings).T + np.arange(20)
+    np.testing.assert_allclose(layer(hidden, reverse=True), expected, atol=1e-5)
 
 
 @pytest.mark.parametrize("d_model", [16, 15, 512])
@@ -98,6 +147,7 @@ def test_reverse_with_a_precomputed_projection_kernel():
         ({"vocab_size": 10, "d_model": 0}, "d_model"),
         ({"vocab_size": 10, "d_model": 8, "dropout": 1.0}, "dropout"),
         ({"vocab_size": 10, "d_model": 8, "dropout": -0.1}, "dropout"),
+        ({"vocab_size": 10, "d_model": 8, "sinusoid_layout": "x"}, "sinusoid_layout"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, message):

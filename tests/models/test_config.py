@@ -73,8 +73,18 @@ def test_dict_round_trip():
         ({"num_encoder_layers": 2.5}, "num_encoder_layers"),
         ({"max_length": 0}, "max_length"),
         ({"layer_norm_epsilon": 0.0}, "layer_norm_epsilon"),
+        ({"output_bias": True, "shared_embeddings": False}, "output_bias"),
+        ({"target_vocab_size": 50}, "target_vocab_size needs shared_embeddings"),
+        ({"target_vocab_size": 0, "shared_embeddings": False}, "target_vocab_size"),
     ],
 )
 def test_bad_values_raise_value_error(changes, message):
     with pytest.raises(ValueError, match=message):
         TransformerConfig.base(37000).replace(**changes)
+
+
+def test_output_vocab_size_is_the_target_vocabulary():
+    config = TransformerConfig.tiny(100)
+    assert config.output_vocab_size == 100
+    separate = config.replace(shared_embeddings=False, target_vocab_size=70)
+    assert separate.output_vocab_size == 70

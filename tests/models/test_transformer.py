@@ -102,6 +102,34 @@ def test_cached_decoding_equals_the_teacher_forced_pass(norm_first):
         np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
 
 
+MARIAN_OPTIONS = {
+    "shared": dict(output_bias=True, sinusoid_layout="split", activation="swish"),
+    "separate": dict(
+        shared_embeddings=False,
+        target_vocab_size=30,
+        scale_embedding=False,
+        sinusoid_layout="split",
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(MARIAN_OPTIONS))
+def test_marian_options_decode_cached_and_round_trip(variant, tmp_path):
+    model = tiny_model(**MARIAN_OPTIONS[variant])
+    target = TARGET % model.config.output_vocab_size
+    full = logits(model, SOURCE, target)
+    assert full.shape[-1] == model.config.output_vocab_size
+    encoder_outputs, encoder_padding_mask = model.encode(SOURCE)
+    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
+    for t in range(target.shape[1]):
+        step_logits, cache = model.decode_step(target[:, t : t + 1], cache, t)
+        np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert reloaded.config == model.config
+    np.testing.assert_allclose(logits(reloaded, SOURCE, target), full, atol=1e-6)
+
+
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_cached_decoding_equals_the_teacher_forced_pass_under_a_mixed_policy(policy):
     keras.mixed_precision.set_global_policy(policy)

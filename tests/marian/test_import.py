@@ -1,0 +1,194 @@
+"""A Marian checkpoint imported computes what transformers computed.
+
+The references were written by tests/fixtures/make_marian_fixtures.py
+(transformers + torch); these tests read only those files.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_transformer.marian import checkpoint, load_marian, vocabulary
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "marian")
+VARIANTS = ("shared_swish", "shared_relu", "separate_swish")
+_LOADED = {}
+
+
+def loaded(variant):
+    """(model, tokenizer, generation, reference, folder), loaded once a variant."""
+    if variant not in _LOADED:
+        folder = os.path.join(FIXTURES, variant)
+        with open(os.path.join(folder, "reference.json"), encoding="utf-8") as file:
+            reference = json.load(file)
+        generation = checkpoint.read_json(folder, checkpoint.GENERATION_CONFIG)
+        reference["max_length"] = generation["max_length"]
+        _LOADED[variant] = (*load_marian(folder), reference, folder)
+    return _LOADED[variant]
+
+
+def orders(folder):
+    """Marian's ids in our order, of the source and the target vocabulary."""
+    source = checkpoint.read_json(folder, checkpoint.VOCAB)
+    target = source
+    if os.path.exists(os.path.join(folder, checkpoint.TARGET_VOCAB)):
+        target = checkpoint.read_json(folder, checkpoint.TARGET_VOCAB)
+    return vocabulary.marian_order(source), vocabulary.marian_order(target)
+
+
+def to_ours(ids, order):
+    """Marian's ids -> ours."""
+    table = np.empty(len(order), "int64")
+    table[order] = np.arange(1, len(order) + 1)
+    return table[np.asarray(ids, "int64")]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_logits_equal_transformers(variant):
+    model, _, _, reference, folder = loaded(variant)
+    source_order, target_order = orders(folder)
+    source_pad = int(source_order[0])
+    inputs = np.array(reference["input_ids"])
+    encoder_inputs = np.where(inputs == source_pad, 0, to_ours(inputs, source_order))
+    labels = np.array(reference["labels"])
+    start = target_order[0]
+    decoder_inputs = to_ours(
+        np.concatenate([np.full((len(labels), 1), start), labels[:, :-1]], 1),
+        target_order,
+    )
+    logits = np.array(
+        model({"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs})
+    )
+    # Our column k + 1 is Marian's id order[k]; Marian's <pad> is banned.
+    marian_logits = logits[..., 1:][..., np.argsort(target_order)]
+    expected = np.load(os.path.join(folder, "logits.npy"))
+    real = labels != start
+    kept = np.arange(expected.shape[-1]) != start
+    np.testing.assert_allclose(
+        marian_logits[real][:, kept], expected[real][:, kept], atol=1e-4
+    )
+    # Padding and start (Marian's <pad>) are never generated.
+    assert (logits[..., :2] < logits[..., 2:].min(axis=-1, keepdims=True)).all()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_tokenizer_gives_transformers_ids(variant):
+    _, tokenizer, _, reference, folder = loaded(variant)
+    source_order, _ = orders(folder)
+    ids = tokenizer.tokenize(reference["sources"]).to_list()
+    expected = [
+        to_ours(row[:-1], source_order).tolist() for row in reference["source_ids"]
+    ]
+    assert ids == expected
+
+
+def reference_limit(reference):
+    """The most tokens generate() makes: its max_length less the start."""
+    return reference["max_length"] - 1
+
+
+def check_outputs(ours, expected, limit, end_id):
+    """Counts of outputs equal to `expected`; a reference that reached the
+    limit ends with the end token transformers forces there
+    (forced_eos_token_id), so its other tokens must be our first ones."""
+    equal = 0
+    for row, want in zip(ours, expected, strict=True):
+        if len(want) == limit and want[-1] == end_id and row[:limit] != want:
+            equal += row[: limit - 1] == want[:-1]
+        else:
+            equal += row == want
+    return equal
+
+
+def our_ids(ids):
+    """Decoder outputs (B, L) -> lists up to and with the end id."""
+    rows = []
+    for row in np.asarray(ids).tolist():
+        rows.append(row[: row.index(2) + 1] if 2 in row else [i for i in row if i])
+    return rows
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_greedy_output_is_transformers(variant):
+    from keras_transformer.decoding import decode
+
+    model, tokenizer, _, reference, folder = loaded(variant)
+    _, target_order = orders(folder)
+    source = tokenizer.tokenize(reference["sources"])
+    source = np.concatenate(
+        [source.to_tensor().numpy(), np.zeros((len(reference["sources"]), 1), "int32")],
+        axis=1,
+    )
+    lengths = (source != 0).sum(axis=1)
+    source[np.arange(len(source)), lengths] = 2  # the end id
+    limit = reference_limit(reference)
+    ids, _ = decode(model, source, beam_size=1, extra_length=10**4, max_length=limit)
+    expected = [
+        to_ours(row, target_order).tolist() for row in reference["greedy"]["ids"]
+    ]
+    ours = our_ids(ids[:, 0])
+    assert check_outputs(ours, expected, limit, end_id=2) == len(expected)
+
+
+def check_strings(ours, reference, name):
+    """Our strings equal transformers' (a prefix of ours where it hit its
+    length limit, which ours, limited by the source length, may pass); an
+    empty source translates to "" by the translator's rule."""
+    limit = reference_limit(reference)
+    for source, text, want, ids in zip(
+        reference["sources"],
+        ours,
+        reference[name]["text"],
+        reference[name]["ids"],
+        strict=True,
+    ):
+        if not source.strip():
+            assert text == ""
+        elif len(ids) == limit:
+            assert text.startswith(want[: len(want) - 1]), (text, want)
+        else:
+            assert text == want
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_translator_strings_are_transformers(variant):
+    from keras_transformer.export import Translator
+
+    model, tokenizer, _, reference, _ = loaded(variant)
+    translator = Translator(model, tokenizer)
+    texts = translator.greedy(reference["sources"])["translation"].numpy()
+    check_strings([t.decode() for t in texts], reference, "greedy")
+
+
+@pytest.mark.slow
+def test_tf_serving_loader_returns_transformers_strings(tmp_path):
+    from keras_transformer.export import Translator, export_translator
+    from tests.export.test_saved_model import TF1_SESSION_SCRIPT, run_python
+
+    model, tokenizer, _, reference, _ = loaded("separate_swish")
+    translator = Translator(model, tokenizer, beam_size=1, alpha=0.0)
+    path = export_translator(translator, tmp_path / "export", version=1)
+    texts_file = tmp_path / "texts.json"
+    texts_file.write_text(json.dumps(reference["sources"]))
+    result = run_python(tmp_path, TF1_SESSION_SCRIPT, path, texts_file)
+    check_strings(result["translation"], reference, "greedy")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["shared_swish", "separate_swish"])
+def test_ctranslate2_export_translates_as_the_translator(variant, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from keras_transformer.export import (
+        CTranslate2Translator,
+        Translator,
+        export_ctranslate2,
+    )
+
+    model, tokenizer, _, reference, _ = loaded(variant)
+    translator = Translator(model, tokenizer, beam_size=1, alpha=0.0)
+    path = export_ctranslate2(translator, tmp_path / "ct2")
+    texts = CTranslate2Translator(path).translate(reference["sources"])
+    expected = translator.greedy(reference["sources"])["translation"].numpy()
+    assert texts == [text.decode("utf-8") for text in expected]
