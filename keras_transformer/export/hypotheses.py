@@ -121,7 +121,8 @@ def _check_n_best(n_best, beam_size, sampling):
 
 
 def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_best=True):
-    """Writes the hypotheses of `lines` (bytes) into `output`, a batch at a time.
+    """Writes the hypotheses of `lines` (bytes) into `output`, in input order,
+    a window at a time (`translate_batches`).
 
     Args:
         hypotheses: from `hypotheses_function`.
@@ -143,8 +144,8 @@ def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_bes
     """
     index = itertools.count()
     batches = translate_batches(hypotheses, decoded_lines(lines), batch_size, total)
-    for batch in batches:
-        for results in batch:
+    for window in batches:
+        for results in window:
             number = next(index)
             if not n_best:
                 output.write(results[0][1] + "\n")
@@ -200,8 +201,11 @@ def score_lines(path, sources, targets, output, batch_size=32, total=None):
             raise ValueError("SOURCES and TARGETS have different numbers of lines.")
         return score(*(list(side) for side in zip(*batch, strict=True)))
 
-    for batch in translate_batches(score_pairs, pairs, batch_size, total):
+    def length(pair):  # a missing line (None) is caught by score_pairs
+        return sum(len(side or "") for side in pair)
+
+    for window in translate_batches(score_pairs, pairs, batch_size, total, key=length):
         output.write(
-            "".join(f"{sum_:.6f}\t{sum_ / tokens:.6f}\n" for sum_, tokens in batch)
+            "".join(f"{sum_:.6f}\t{sum_ / tokens:.6f}\n" for sum_, tokens in window)
         )
         output.flush()
