@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 from keras_transformer.export.streaming import (
+    SORT_WINDOW,
     decoded_lines,
     load_export,
     translate_batches,
@@ -120,7 +121,15 @@ def _check_n_best(n_best, beam_size, sampling):
         )
 
 
-def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_best=True):
+def write_hypotheses(
+    hypotheses,
+    lines,
+    output,
+    batch_size=32,
+    total=None,
+    n_best=True,
+    window=SORT_WINDOW,
+):
     """Writes the hypotheses of `lines` (bytes) into `output`, in input order,
     a window at a time (`translate_batches`).
 
@@ -132,6 +141,8 @@ def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_bes
         total: the number of lines, for the progress bar.
         n_best: write `index<TAB>score<TAB>hypothesis` lines; if False, the
             first hypothesis of each line alone (as `translate` writes).
+        window: lines read ahead and sorted by length, see
+            `translate_batches`.
 
     Example:
 
@@ -143,9 +154,11 @@ def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_bes
     ['0\\t-0.500000\\tA', '0\\t-2.000000\\ta', '1\\t-0.500000\\tB', '1\\t-2.000000\\tb']
     """
     index = itertools.count()
-    batches = translate_batches(hypotheses, decoded_lines(lines), batch_size, total)
-    for window in batches:
-        for results in window:
+    batches = translate_batches(
+        hypotheses, decoded_lines(lines), batch_size, total, window=window
+    )
+    for ahead in batches:
+        for results in ahead:
             number = next(index)
             if not n_best:
                 output.write(results[0][1] + "\n")

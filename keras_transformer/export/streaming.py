@@ -295,6 +295,7 @@ def translate_lines(
     long_inputs="split",
     references=None,
     max_input_length=None,
+    window=SORT_WINDOW,
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
@@ -317,6 +318,8 @@ def translate_lines(
         long_inputs: "split" or "truncate", see `LongInputs`.
         max_input_length: see `translation_function`.
         references: None, or a list of str, a reference per line.
+        window: lines read ahead and sorted by length (1: each line is
+            translated before the next is read, for a terminal).
 
     Returns:
         None, or with `references`, `corpus_scores` of the translations.
@@ -335,11 +338,13 @@ def translate_lines(
         max_input_length,
     )
     translations = [] if references is not None else None
-    for window in translate_batches(translate, decoded_lines(lines), batch_size, total):
-        output.write("".join(translation + "\n" for translation in window))
+    for ahead in translate_batches(
+        translate, decoded_lines(lines), batch_size, total, window=window
+    ):
+        output.write("".join(translation + "\n" for translation in ahead))
         output.flush()
         if translations is not None:
-            translations += window
+            translations += ahead
     if translate.summary():
         print(translate.summary(), file=sys.stderr)
     if references is None:

@@ -223,3 +223,22 @@ def test_sorted_windows_translate_as_file_order_does(
         in_file_order, sorted_ = sum(in_file_order, []), sum(sorted_, [])
         assert sorted_ == in_file_order and len(sorted_) == len(texts)
         assert sorted_[2] == ""
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_terminal_gets_each_line_translated_before_the_next_is_read(
+    monkeypatch, terminal
+):
+    from keras_transformer.export import streaming
+
+    calls = []
+    monkeypatch.setattr(
+        streaming, "translate_lines", lambda *args, **kwargs: calls.append(kwargs)
+    )
+    stdin = io.TextIOWrapper(io.BytesIO(b"Hallo\n"))
+    monkeypatch.setattr(stdin, "isatty", lambda: terminal, raising=False)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    main(["translate", "export", "-"])
+    (kwargs,) = calls
+    window = kwargs.get("window", streaming.SORT_WINDOW)
+    assert (kwargs["batch_size"], window) == ((1, 1) if terminal else (32, 1000))
