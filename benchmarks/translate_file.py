@@ -1,9 +1,12 @@
 """`keras-transformer translate` on a whole file: a baseline source tree,
 this one, and CTranslate2, on the same weights and the same file, in one run.
 
-    git worktree add /tmp/baseline BASELINE_COMMIT
+    git worktree add --detach /tmp/baseline 0a7a895
     python benchmarks/translate_file.py RUN_DIR --baseline-src /tmp/baseline \\
         > benchmarks/results/translate_file.json
+
+(results/translate_file_epyc_busy.json: RUN_DIR /tmp/st-model,
+`--signature-batches 4`.)
 
 RUN_DIR is a `keras-transformer train` run's folder (model.keras,
 tokenizer.model, job.json). Each source tree exports its own SavedModel of
