@@ -98,3 +98,21 @@ def test_train_speed_quick_run():
         assert math.isfinite(model["first_loss"])
     for key in ("ours/keras_hub", "ours/tf_tutorial"):
         assert_positive(run["ratios"][key])
+
+
+@pytest.mark.slow
+def test_translate_file_quick_run():
+    """This tree stands as its own baseline: the outputs must agree."""
+    result = run_benchmark(
+        "translate_file.py", "--quick", "--baseline-src", str(BENCHMARKS.parent)
+    )
+    assert result["benchmark"] == "translate_file"
+    assert result["sentences"] == 40
+    assert {"baseline", "new"} <= set(result["translate"])
+    for row in result["translate"].values():
+        for key in ("wall_seconds", "cpu_seconds", "one_line_seconds"):
+            assert_positive(row[key])
+    for row in result["signature_beam"].values():
+        assert_positive(row["seconds"])
+    assert result["baseline_vs_new"]["identical_line_share"] == 1.0
+    assert result["baseline_vs_new"]["bleu_new_minus_baseline"] == 0

@@ -140,9 +140,10 @@ def translate(args):
         )
     source = args.inputs[0] if len(args.inputs) == 1 else None
     if not args.inputs or source == "-":
-        # Interactive: a line in, its translation out.
-        batch_size = 1 if sys.stdin.isatty() else args.batch_size
-        scores = write(sys.stdin.buffer, batch_size=batch_size)
+        if sys.stdin.isatty():  # interactive: a line in, its translation out
+            scores = write(sys.stdin.buffer, batch_size=1, window=1)
+        else:
+            scores = write(sys.stdin.buffer, batch_size=args.batch_size)
     elif source is not None and os.path.isfile(source):
         with open(source, "rb") as file:
             scores = write(file, batch_size=args.batch_size, total=_count_lines(file))

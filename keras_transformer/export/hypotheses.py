@@ -18,6 +18,7 @@ import tensorflow as tf
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 from keras_transformer.export.streaming import (
+    SORT_WINDOW,
     decoded_lines,
     load_export,
     translate_batches,
@@ -166,8 +167,17 @@ def _check_n_best(n_best, beam_size, sampling):
         )
 
 
-def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_best=True):
-    """Writes the hypotheses of `lines` (bytes) into `output`, a batch at a time.
+def write_hypotheses(
+    hypotheses,
+    lines,
+    output,
+    batch_size=32,
+    total=None,
+    n_best=True,
+    window=SORT_WINDOW,
+):
+    """Writes the hypotheses of `lines` (bytes) into `output`, in input order,
+    a window at a time (`translate_batches`).
 
     Args:
         hypotheses: from `hypotheses_function`.
@@ -177,6 +187,8 @@ def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_bes
         total: the number of lines, for the progress bar.
         n_best: write `index<TAB>score<TAB>hypothesis` lines; if False, the
             first hypothesis of each line alone (as `translate` writes).
+        window: lines read ahead and sorted by length, see
+            `translate_batches`.
 
     Example:
 
@@ -188,9 +200,11 @@ def write_hypotheses(hypotheses, lines, output, batch_size=32, total=None, n_bes
     ['0\\t-0.500000\\tA', '0\\t-2.000000\\ta', '1\\t-0.500000\\tB', '1\\t-2.000000\\tb']
     """
     index = itertools.count()
-    batches = translate_batches(hypotheses, decoded_lines(lines), batch_size, total)
-    for batch in batches:
-        for results in batch:
+    batches = translate_batches(
+        hypotheses, decoded_lines(lines), batch_size, total, window=window
+    )
+    for ahead in batches:
+        for results in ahead:
             number = next(index)
             if not n_best:
                 output.write(results[0][1] + "\n")
@@ -246,8 +260,11 @@ def score_lines(path, sources, targets, output, batch_size=32, total=None):
             raise ValueError("SOURCES and TARGETS have different numbers of lines.")
         return score(*(list(side) for side in zip(*batch, strict=True)))
 
-    for batch in translate_batches(score_pairs, pairs, batch_size, total):
+    def length(pair):  # a missing line (None) is caught by score_pairs
+        return sum(len(side or "") for side in pair)
+
+    for window in translate_batches(score_pairs, pairs, batch_size, total, key=length):
         output.write(
-            "".join(f"{sum_:.6f}\t{sum_ / tokens:.6f}\n" for sum_, tokens in batch)
+            "".join(f"{sum_:.6f}\t{sum_ / tokens:.6f}\n" for sum_, tokens in window)
         )
         output.flush()

@@ -133,7 +133,7 @@ def test_translate_batches_shows_progress_on_a_terminal(monkeypatch, capsys):
 
     texts = ["a", "b", "c"]
     batches = translate_batches(signature_texts(shout), texts, 2, 3, "Decoding")
-    assert list(batches) == [["A", "B"], ["C"]]
+    assert list(batches) == [["A", "B", "C"]]
     assert capsys.readouterr().err == ""  # stderr is not a terminal here
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     list(translate_batches(signature_texts(shout), texts, 2, 3, "Decoding"))
@@ -171,3 +171,74 @@ def test_command_scores_against_references(exported, held_out, tmp_path, capsys)
         .err.strip()
         .endswith("error: Got 20 hypotheses but 5 references.")
     )
+
+
+def test_a_window_is_read_sorted_by_length_and_given_back_in_input_order():
+    from keras_transformer.export.streaming import translate_batches
+
+    texts = ["x" * length for length in (5, 0, 3, 9, 1, 4, 0, 7)]
+    read, calls = [], []
+
+    def source():
+        for text in texts:
+            read.append(text)
+            yield text
+
+    def measure(batch):
+        calls.append(([len(text) for text in batch], len(read)))
+        return [len(text) for text in batch]
+
+    windows = translate_batches(measure, source(), batch_size=2, window=3)
+    first = next(windows)
+    assert first == [5, 0, 3] and len(read) == 3  # streams: 3 of 8 texts read
+    windows = [first, *windows]
+    assert [len(window) for window in windows] == [3, 3, 2]
+    assert sum(windows, []) == [len(text) for text in texts]  # one out per in
+    assert [lengths for lengths, _ in calls] == [[0, 3], [5], [1, 4], [9], [0, 7]]
+    assert [count for _, count in calls] == [3, 3, 6, 6, 8]  # a window ahead, no more
+    with pytest.raises(ValueError, match="window must be >= 1, got 0"):
+        next(translate_batches(measure, texts, window=0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["saved_model", "ctranslate2"])
+def test_sorted_windows_translate_as_file_order_does(
+    engine, translator, exported, held_out, tmp_path
+):
+    from keras_transformer.export.ctranslate2_model import export_ctranslate2
+    from keras_transformer.export.streaming import (
+        translate_batches,
+        translation_function,
+    )
+
+    path = exported
+    if engine == "ctranslate2":
+        path = export_ctranslate2(translator, tmp_path / "model")
+    texts = [source for source, _ in held_out[:13]]
+    texts[2:2] = ["", texts[0][:1]]  # an empty line and a one-letter one
+    for signature in ("greedy", "serving_default"):
+        translate = translation_function(path, signature)
+        in_file_order = translate_batches(translate, texts, batch_size=4, window=4)
+        sorted_ = translate_batches(translate, texts, batch_size=4, window=9)
+        in_file_order, sorted_ = sum(in_file_order, []), sum(sorted_, [])
+        assert sorted_ == in_file_order and len(sorted_) == len(texts)
+        assert sorted_[2] == ""
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_terminal_gets_each_line_translated_before_the_next_is_read(
+    monkeypatch, terminal
+):
+    from keras_transformer.export import streaming
+
+    calls = []
+    monkeypatch.setattr(
+        streaming, "translate_lines", lambda *args, **kwargs: calls.append(kwargs)
+    )
+    stdin = io.TextIOWrapper(io.BytesIO(b"Hallo\n"))
+    monkeypatch.setattr(stdin, "isatty", lambda: terminal, raising=False)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    main(["translate", "export", "-"])
+    (kwargs,) = calls
+    window = kwargs.get("window", streaming.SORT_WINDOW)
+    assert (kwargs["batch_size"], window) == ((1, 1) if terminal else (32, 1000))
