@@ -39,10 +39,10 @@ class DecoderBlock(TransformerBlock):
         decoder_padding_mask: (B, T), true for real decoder tokens.
         encoder_padding_mask: (B, S), true for real encoder tokens.
         use_causal_mask: keep each position from later ones (default true).
-        self_attention_cache: (B, h, L, 2 D / h) keys and values of the
-            tokens decoded so far.
-        cross_attention_cache: (B, h, S, 2 D / h) encoder keys and values;
-            it may have one row per item for K rows of `decoder_sequence`
+        self_attention_cache: `(keys, values)`, each (B, h, L, D / h), of
+            the tokens decoded so far.
+        cross_attention_cache: `(keys, values)`, each (B, h, S, D / h), of
+            the encoder; it may have one row per item for K rows of `decoder_sequence`
             per item (beam search, see `MultiHeadAttention`).
         cache_index: position of the first token of `decoder_sequence`.
         return_attention_scores: also return the (B, h, T, S)
@@ -87,7 +87,7 @@ class DecoderBlock(TransformerBlock):
         self._build_after_attention(shape)
 
     def compute_cross_attention_cache(self, encoder_sequence):
-        """Encoder keys and values (B, h, S, 2 D / h), computed once."""
+        """Encoder keys and values, each (B, h, S, D / h), computed once."""
         return self.cross_attention.compute_cache(encoder_sequence)
 
     def call(

@@ -12,7 +12,8 @@ from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
 
 def write_positions(cache, updates, index):
-    """`cache` (B, h, L, d) with `updates` (B, h, T, d) at positions index + t.
+    """Each tensor of `cache`, (B, h, L, d), with the matching one of
+    `updates`, (B, h, T, d), at positions index + t.
 
     A scatter rather than `ops.slice_update`: on TensorFlow that is
     `XlaDynamicUpdateSlice`, which outside `jit_compile` runs as an XLA
@@ -21,12 +22,15 @@ def write_positions(cache, updates, index):
     Its indices are sums of broadcast ranges (fewer ops than a meshgrid
     where the batch size is unknown when tracing).
     """
-    batch, heads, length = ops.shape(updates)[:3]
+    batch, heads, length = ops.shape(updates[0])[:3]
     rows = ops.reshape(ops.arange(batch), (-1, 1, 1, 1)) * np.array([1, 0, 0])
     head = ops.reshape(ops.arange(heads), (1, -1, 1, 1)) * np.array([0, 1, 0])
     positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
     indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
-    return ops.scatter_update(cache, indices, updates)
+    return tuple(
+        ops.scatter_update(tensor, indices, new)
+        for tensor, new in zip(cache, updates, strict=True)
+    )
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -49,11 +53,11 @@ class MultiHeadAttention(keras.layers.Layer):
     `keras.layers.MultiHeadAttention` (see
     `tests/layers/test_multi_head_attention.py` for the weight mapping).
 
-    Keys and values live in a cache of shape (B, num_heads, L,
-    key_dim + value_dim): for each head and position the key, then the
-    value, the layout of the `key_value` projection. Without a cache
-    (training, teacher forcing) one is computed from `value`; incremental
-    decoding passes its own:
+    Keys and values live in a cache `(keys, values)` of shapes
+    (B, num_heads, L, key_dim) and (B, num_heads, L, value_dim): two
+    tensors, so that no decoding step splits a fused buffer. Without a
+    cache (training, teacher forcing) one is computed from `value`;
+    incremental decoding passes its own:
 
     - self-attention: pass `cache` and `cache_index`; the keys and values of
       the new query tokens are written at `cache_index` and the queries attend
@@ -86,7 +90,8 @@ class MultiHeadAttention(keras.layers.Layer):
         attention_mask: (B, T, S), true where query t may see key s.
         use_causal_mask: whether query t (at absolute position
             `cache_index + t`) is kept from keys after it.
-        cache: (B, h, L, key_dim + value_dim) key/value cache.
+        cache: `(keys, values)`, (B, h, L, key_dim) and
+            (B, h, L, value_dim).
         cache_index: where to write the new keys/values in `cache`.
         return_attention_scores: also return the (B, h, T, S) probabilities.
         training: whether dropout is active.
@@ -192,17 +197,17 @@ class MultiHeadAttention(keras.layers.Layer):
         return queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
 
     def compute_cache(self, value, key=None):
-        """Keys and values of `value` as a (B, h, S, K + V) cross-attention cache."""
+        """Keys and values of `value`, (B, h, S, K) and (B, h, S, V): a
+        cross-attention cache."""
         head_dim = self.key_dim + self.value_dim
         key_values = self._project(
             self.key_value_dense, value, head_dim
         )  # (B, S, h, K + V)
+        keys, values = ops.split(key_values, [self.key_dim], axis=-1)
         if key is not None and key is not value:
             keys = self._project(self.key_value_dense, key, head_dim)
-            key_values = ops.concatenate(
-                [keys[..., : self.key_dim], key_values[..., self.key_dim :]], axis=-1
-            )
-        return swap_axes_1_and_2(key_values)  # (B, h, S, K + V)
+            keys = keys[..., : self.key_dim]  # (B, S, h, K)
+        return swap_axes_1_and_2(keys), swap_axes_1_and_2(values)
 
     def call(
         self,
@@ -220,11 +225,11 @@ class MultiHeadAttention(keras.layers.Layer):
         value = query if value is None else value
         query_offset = 0
         if cache is None:
-            cache = self.compute_cache(value, key)  # (B, h, S, K + V)
+            cache = self.compute_cache(value, key)  # (B, h, S, K|V)
             queries = self._scaled_queries(query)  # (B, T, h, K)
         elif cache_index is None:  # cross-attention: B' / B query rows per item
             queries = self._scaled_queries(
-                query, ops.shape(cache)[0], -1
+                query, ops.shape(cache[0])[0], -1
             )  # (B, T', h, K), T' = B' / B * T
         else:  # self-attention: write the new keys and values first
             cache = write_positions(cache, self.compute_cache(value, key), cache_index)
@@ -232,7 +237,7 @@ class MultiHeadAttention(keras.layers.Layer):
             query_offset = cache_index
         mask = merge_masks(
             ops.shape(queries)[1],
-            ops.shape(cache)[2],
+            ops.shape(cache[0])[2],
             padding_mask=padding_mask,
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
@@ -254,14 +259,14 @@ class MultiHeadAttention(keras.layers.Layer):
 
         Args:
             queries: (B, T', h, K), already divided by sqrt(key_dim).
-            cache: (B, h, L, K + V), each head's keys then values.
+            cache: `(keys, values)`, (B, h, L, K) and (B, h, L, V).
             mask: boolean, broadcastable to (B, h, T', L), or None.
             training: whether dropout is active.
 
         Returns:
             The context (B * T', h * V) and the probabilities (B, h, T', L).
         """
-        keys, values = ops.split(cache, [self.key_dim], axis=-1)  # (B, h, L, K|V)
+        keys, values = cache  # (B, h, L, K|V)
         scores = ops.einsum("bthk,bhsk->bhts", queries, keys)  # (B, h, T', L)
         scores = ops.cast(scores, "float32")
         if mask is not None:

@@ -188,20 +188,20 @@ class Transformer(keras.Model):
             max_length: int, the most target tokens the cache can hold.
 
         Returns:
-            A dict of tensors.
+            A dict; each layer's caches are `(keys, values)` pairs.
         """
         batch = ops.shape(encoder_outputs)[0]
         head_dim = self.config.d_model // self.config.num_heads
         empty = ops.zeros(
-            (batch, self.config.num_heads, max_length, 2 * head_dim),
+            (batch, self.config.num_heads, max_length, head_dim),
             dtype=self.compute_dtype,
-        )  # (B, h, L, 2 D / h): keys, then values
+        )  # (B, h, L, D / h)
         cache = {
-            "self_attention": tuple(empty for _ in self.decoder_blocks),
+            "self_attention": tuple((empty, empty) for _ in self.decoder_blocks),
             "cross_attention": tuple(
                 block.compute_cross_attention_cache(encoder_outputs)
                 for block in self.decoder_blocks
-            ),  # each (B, h, S, 2 D / h)
+            ),  # each (keys, values), both (B, h, S, D / h)
             "encoder_padding_mask": encoder_padding_mask,
         }
         if self.output_projection is None:

@@ -51,7 +51,8 @@ def test_cached_steps_equal_one_full_pass(norm_first):
     block = DecoderBlock(num_heads=4, d_ff=32, norm_first=norm_first)
     full = np.array(block(TARGET, SOURCE, encoder_padding_mask=SOURCE_PADDING))
     cross_cache = block.compute_cross_attention_cache(SOURCE)
-    self_cache = np.zeros((2, 4, 9, 8), "float32")
+    empty = np.zeros((2, 4, 9, 4), "float32")
+    self_cache = (empty, empty)
     for t in range(5):
         output, self_cache = block(
             TARGET[:, t : t + 1],

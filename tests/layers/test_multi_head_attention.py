@@ -121,7 +121,8 @@ def test_future_keys_do_not_change_past_outputs():
 def test_self_attention_cache_equals_full_causal_pass():
     layer = MultiHeadAttention(4, 4)
     full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
-    cache = np.zeros((2, 4, 8, 8), "float32")  # room for more than 5 tokens
+    empty = np.zeros((2, 4, 8, 4), "float32")  # room for more than 5 tokens
+    cache = (empty, empty)
     for t in range(5):
         step = QUERY[:, t : t + 1]
         output, cache = layer(
@@ -131,10 +132,11 @@ def test_self_attention_cache_equals_full_causal_pass():
 
 
 def test_cross_attention_cache_equals_direct_call():
-    layer = MultiHeadAttention(4, 4)
+    layer = MultiHeadAttention(4, 4, value_dim=6)
     direct = layer(QUERY, VALUE, padding_mask=PADDING)
-    cache = layer.compute_cache(VALUE)
-    assert tuple(cache.shape) == (2, 4, 7, 8)
+    keys, values = layer.compute_cache(VALUE)
+    assert (tuple(keys.shape), tuple(values.shape)) == ((2, 4, 7, 4), (2, 4, 7, 6))
+    cache = (keys, values)
     cached = layer(QUERY, padding_mask=PADDING, cache=cache)
     np.testing.assert_allclose(cached, direct, atol=1e-6)
 
@@ -163,7 +165,7 @@ def test_an_empty_batch_keeps_its_shapes():
     outputs, scores = layer(QUERY[:0], VALUE[:0], return_attention_scores=True)
     assert (tuple(outputs.shape), tuple(scores.shape)) == ((0, 5, 16), (0, 4, 5, 7))
     cache = layer.compute_cache(VALUE[:0])
-    assert tuple(cache.shape) == (0, 4, 7, 8)
+    assert [tuple(part.shape) for part in cache] == [(0, 4, 7, 4)] * 2
     assert tuple(layer(QUERY[:0], cache=cache).shape) == (0, 5, 16)
 
 

@@ -140,7 +140,8 @@ def test_cached_decoding_equals_the_teacher_forced_pass_under_a_mixed_policy(pol
     full = logits(model, SOURCE, TARGET)
     encoder_outputs, encoder_padding_mask = model.encode(SOURCE)
     cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
-    assert cache["self_attention"][0].dtype == policy.removeprefix("mixed_")
+    keys, values = cache["self_attention"][0]
+    assert keys.dtype == values.dtype == policy.removeprefix("mixed_")
     for t in range(TARGET.shape[1]):
         step_logits, cache = model.decode_step(TARGET[:, t : t + 1], cache, t)
         assert step_logits.dtype == "float32"
