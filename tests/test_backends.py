@@ -60,7 +60,7 @@ try:
     keras_transformer.beam_search
 except ModuleNotFoundError as error:
     message = str(error)
-loaded = [name for name, mod in sys.modules.items() if "tensorflow" in name and mod]
+loaded = [name for name, m in sys.modules.items() if name[:10] == "tensorflow" and m]
 print(keras.backend.backend(), tuple(step_logits.shape), loaded)
 print(message)
 """
