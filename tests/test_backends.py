@@ -6,6 +6,7 @@ check that a `.keras` file gives the same logits on both backends, either
 way, and that the layer and model tests pass under JAX.
 """
 
+import importlib.util
 import subprocess
 import sys
 
@@ -67,10 +68,23 @@ print(message)
 
 
 @pytest.mark.slow
-def test_layers_and_model_train_and_decode_without_tensorflow(tmp_path):
-    output = run_python(tmp_path, WITHOUT_TENSORFLOW, "jax", tensorflow=False)
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "jax",
+        pytest.param(
+            "torch",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("torch") is None,
+                reason="PyTorch is not installed",
+            ),
+        ),
+    ],
+)
+def test_layers_and_model_train_and_decode_without_tensorflow(tmp_path, backend):
+    output = run_python(tmp_path, WITHOUT_TENSORFLOW, backend, tensorflow=False)
     first, message = output.strip().splitlines()[-2:]
-    assert first == "jax (2, 1, 50) []"
+    assert first == f"{backend} (2, 1, 50) []"
     assert message.startswith("keras_transformer.beam_search needs TensorFlow")
 
 
