@@ -1,7 +1,8 @@
 """What the benchmark scripts share: timing, the environment, reference models.
 
 The scripts print one JSON object on stdout and nothing else there
-(TensorFlow's logs go to stderr).
+(TensorFlow's logs go to stderr). This module imports TensorFlow only where
+a function needs it, so that `train_speed_jax.py` runs without it.
 
 The keras-hub reference model lives here because both benchmarks use it:
 `HubTransformer` trains like any Keras model and decodes with keras-hub's
@@ -24,7 +25,7 @@ import time
 
 import keras
 import keras_hub
-import tensorflow as tf
+import numpy as np
 
 import keras_transformer as kt
 from keras_transformer.training.precision import linux_cpu_fields
@@ -71,7 +72,7 @@ def seconds(function, *args):
     """Wall-clock seconds of `function(*args)`, its outputs fetched to NumPy."""
     start = time.perf_counter()
     outputs = function(*args)
-    tf.nest.map_structure(lambda x: x.numpy(), outputs)
+    keras.tree.map_structure(np.asarray, outputs)
     return time.perf_counter() - start
 
 
@@ -91,15 +92,19 @@ def set_threads(threads):
     Must run before TensorFlow executes anything.
     """
     if threads:
+        import tensorflow as tf
+
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
 def environment(threads=None):
     """Versions and machine facts, including the load (the numbers are noisy)."""
+    backend = keras.backend.backend()
     return {
         "python": platform.python_version(),
-        "tensorflow": tf.__version__,
+        "keras_backend": backend,
+        backend: importlib.import_module(backend).__version__,
         "keras": keras.__version__,
         "keras_hub": keras_hub.__version__,
         "machine": platform.machine(),
@@ -107,7 +112,7 @@ def environment(threads=None):
         "cpu_count": os.cpu_count(),
         "threads": threads or "default",
         "load_average_1m": round(os.getloadavg()[0], 2),
-        "devices": [device.device_type for device in tf.config.list_logical_devices()],
+        "devices": keras.distribution.list_devices(),
     }
 
 
@@ -227,7 +232,7 @@ class HubTransformer(keras.Model):
     def empty_caches(self, batch_size, length):
         """Zero self-attention caches, one (B, 2, length, h, D / h) per layer."""
         shape = (batch_size, 2, length, self.num_heads, self.head_dim)
-        zeros = tf.zeros(shape, self.compute_dtype)
+        zeros = keras.ops.zeros(shape, self.compute_dtype)
         return tuple(zeros for _ in self.decoder_layers)
 
     def decode_with_cache(
@@ -288,6 +293,8 @@ def hub_generate(model, sampler, source_ids, new_tokens, start_id=1):
     Returns:
         int32 (B, N + 1), the start token then the generated ones.
     """
+    import tensorflow as tf  # decode_speed.py's reference, a TensorFlow program
+
     batch_size = tf.shape(source_ids)[0]
     encoder_outputs, encoder_mask = model.encode(source_ids)
     prompt = tf.concat(

@@ -42,6 +42,12 @@ import common
 import keras
 import numpy as np
 import tensorflow as tf
+from train_measures import (
+    FLOPS_FORMULA,
+    BatchEndTimes,
+    add_utilisation,
+    matmul_flops_per_step,
+)
 
 import keras_transformer as kt
 
@@ -64,15 +70,6 @@ MODELS = ("ours", "keras_hub", "tf_tutorial")
 DROPOUT = 0.1
 FULL = dict(warmup_steps=3, window_steps=5, windows=5, matmul_size=2048)
 QUICK = dict(warmup_steps=1, window_steps=3, windows=2, matmul_size=512)
-FLOPS_FORMULA = (
-    "6 * forward multiply-adds, counting only matmuls: "
-    "B*S*N_enc*(4*d^2 + 2*d*d_ff + 2*S*d) "
-    "+ B*T*N_dec*(6*d^2 + 2*d*d_ff + 2*T*d + 2*S*d) "
-    "+ B*S*N_dec*2*d^2 + B*T*d*V per step "
-    "(projections, feed-forward, Q.K and P.V with the causal half counted, "
-    "cross-attention keys/values, output projection; "
-    "backward = 2 * forward)"
-)
 
 
 # The TensorFlow tutorial's model, with casts so it also runs mixed precision.
@@ -273,21 +270,6 @@ def random_dataset(config, batches=8, seed=0):
     return dataset.repeat().prefetch(tf.data.AUTOTUNE)
 
 
-def matmul_flops_per_step(config):
-    """Matmul FLOPs of one training step (see FLOPS_FORMULA)."""
-    d, d_ff, vocab = config["d_model"], config["d_ff"], config["vocab_size"]
-    batch, length = config["batch_size"], config["length"]
-    enc, dec = config["num_encoder_layers"], config["num_decoder_layers"]
-    source = target = length
-    forward = (
-        batch * source * enc * (4 * d * d + 2 * d * d_ff + 2 * source * d)
-        + batch * target * dec * (6 * d * d + 2 * d * d_ff + 2 * (target + source) * d)
-        + batch * source * dec * 2 * d * d
-        + batch * target * d * vocab
-    )  # multiply-adds
-    return 6 * forward
-
-
 def matmul_peak(size, repeats=5):
     """Best FLOPs/s of a (size x size) @ (size x size) `tf.matmul` per dtype.
 
@@ -309,17 +291,6 @@ def matmul_peak(size, repeats=5):
             rates["xla" if jit else "tf_function"] = common.rounded(flops / best)
         peaks[dtype.name] = {**rates, "peak": max(rates.values())}
     return {"size": size, "flops_per_second": peaks}
-
-
-class BatchEndTimes(keras.callbacks.Callback):
-    """Records `time.perf_counter()` at the end of every training batch."""
-
-    def __init__(self):
-        super().__init__()
-        self.times = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.times.append(time.perf_counter())
 
 
 def warm_up_keras():
@@ -391,18 +362,6 @@ def benchmark_group(config, precision, jit_compile, models, settings, baseline=N
             tokens / common.median(result["window_seconds"])
         )
     return results
-
-
-def add_utilisation(results, config, precision, peaks):
-    """Adds achieved matmul FLOPs/s and MFU to each model's results."""
-    flops_per_token = matmul_flops_per_step(config) / (
-        config["batch_size"] * config["length"]
-    )
-    peak = peaks["bfloat16" if precision == "mixed_bfloat16" else "float32"]["peak"]
-    for result in results.values():
-        achieved = result["tokens_per_second"] * flops_per_token
-        result["model_flops_per_second"] = common.rounded(achieved)
-        result["mfu"] = common.rounded(achieved / peak, 3)
 
 
 def parse_args(argv=None):

@@ -6,6 +6,11 @@ tokenizer, tf.data pipeline), `keras_transformer.evaluation` (BLEU, chrF)
 and `keras_transformer.export` (the text-in, text-out translator, its
 SavedModel and CTranslate2 exports) are imported on their own, e.g.
 `import keras_transformer.data`.
+
+The layers (`keras_transformer.layers`) and the model
+(`keras_transformer.models`) need only Keras and run on any Keras 3 backend
+(TensorFlow, JAX, PyTorch); the rest is TensorFlow code and says so in one
+line where TensorFlow is not installed.
 """
 
 from keras_transformer.lazy import lazy_attributes

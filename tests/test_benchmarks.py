@@ -12,16 +12,19 @@ import sys
 
 import pytest
 
+from tests.fixtures.backends import python_environment
+
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def run_benchmark(script, *arguments, timeout=300):
+def run_benchmark(script, *arguments, env=None, timeout=300):
     process = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *arguments],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        env=env,
     )
     assert process.returncode == 0, process.stderr[-4000:]
     return json.loads(process.stdout)
@@ -120,3 +123,28 @@ def test_translate_file_quick_run():
         assert_positive(row["seconds"])
     assert result["baseline_vs_new"]["identical_line_share"] == 1.0
     assert result["baseline_vs_new"]["bleu_new_minus_baseline"] == 0
+
+
+@pytest.mark.slow
+def test_train_speed_jax_quick_run_without_tensorflow(tmp_path):
+    result = run_benchmark(
+        "train_speed_jax.py",
+        "--quick",
+        "--config",
+        "small",
+        "--precision",
+        "float32",
+        env=python_environment("jax", tmp_path, tensorflow=False),
+        timeout=600,
+    )
+    assert result["benchmark"] == "train_speed_jax"
+    assert result["environment"]["keras_backend"] == "jax"
+    assert "tensorflow" not in result["environment"]
+    (run,) = result["runs"]
+    assert (run["config"], run["precision"]) == ("small", "float32")
+    assert set(run["models"]) == {"ours", "keras_hub"}
+    for model in run["models"].values():
+        for key in ("parameters", "tokens_per_second", "mfu"):
+            assert_positive(model[key])
+        assert math.isfinite(model["first_loss"])
+    assert_positive(run["ratios"]["ours/keras_hub"])

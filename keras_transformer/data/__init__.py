@@ -5,6 +5,7 @@ Every corpus loader returns, per split, a `tf.data.Dataset` of
 both languages; `make_dataset` turns pairs into `model.fit` batches.
 """
 
+import keras_transformer.requires_tensorflow  # noqa: F401 (says if TF is missing)
 from keras_transformer.data.corpora import (
     DING_ALIASES,
     CorpusNotFoundError,

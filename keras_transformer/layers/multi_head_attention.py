@@ -4,7 +4,6 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
@@ -20,16 +19,18 @@ def write_positions(cache, updates, index):
     program compiled on demand, slower per decoding step and an op that
     TensorFlow Serving cannot run without XLA (tensorflow/serving#2217).
     Its indices are sums of broadcast ranges (fewer ops than a meshgrid
-    where the batch size is unknown when tracing).
+    where the batch size is unknown when tracing), flattened to the (N, 3)
+    rows that `ops.scatter_update` takes on every backend.
     """
     batch, heads, length = ops.shape(updates[0])[:3]
     rows = ops.reshape(ops.arange(batch), (-1, 1, 1, 1)) * np.array([1, 0, 0])
     head = ops.reshape(ops.arange(heads), (1, -1, 1, 1)) * np.array([0, 1, 0])
     positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
     indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
+    rows = ops.reshape(indices, (-1, 3))  # (B * h * T, 3)
     return tuple(
-        ops.scatter_update(tensor, indices, new)
-        for tensor, new in zip(cache, updates, strict=True)
+        ops.scatter_update(tensor, rows, ops.reshape(new, (-1, new.shape[-1])))
+        for tensor, new in zip(cache, updates, strict=True)  # (B * h * T, d)
     )
 
 
@@ -224,6 +225,7 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         value = query if value is None else value
         query_offset = 0
+        folds_queries = cache is not None and cache_index is None
         if cache is None:
             cache = self.compute_cache(value, key)  # (B, h, S, K|V)
             queries = self._scaled_queries(query)  # (B, T, h, K)
@@ -248,7 +250,9 @@ class MultiHeadAttention(keras.layers.Layer):
         )  # (B * T', h * V), (B, h, T', L)
         outputs = [unflatten_rows(self.output_dense(context), query)]  # (B', T, D_out)
         if return_attention_scores:
-            outputs.append(self._per_query_row(probabilities, query))  # (B', h, T, L)
+            if folds_queries:
+                probabilities = self._per_query_row(probabilities, query)
+            outputs.append(probabilities)  # (B', h, T, L)
         if cache_index is not None:
             outputs.append(cache)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -271,20 +275,20 @@ class MultiHeadAttention(keras.layers.Layer):
         scores = ops.cast(scores, "float32")
         if mask is not None:
             scores = ops.where(mask, scores, mask_fill_value(self.compute_dtype))
-        # `tf.nn.softmax` rather than `ops.softmax`, which warns about a
-        # single key (one source token).
-        probabilities = ops.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        if keys.shape[2] == 1:  # one key gets all the attention, masked or not
+            # (`ops.softmax` warns that a softmax over one element is 1)
+            probabilities = ops.ones_like(scores, dtype=self.compute_dtype)
+        else:
+            probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         dropped = self.dropout_layer(probabilities, training=training)
         context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T', h, V)
         context = ops.reshape(context, (-1, self.num_heads * self.value_dim))
         return context, probabilities
 
     def _per_query_row(self, probabilities, query):
-        """(B, h, T', L) probabilities as (B', h, T, L), one row per query row.
-
-        Only a cross-attention cache folds B' / B query rows per item into
-        T'; otherwise the reshapes move nothing.
-        """
+        """(B, h, T', L) probabilities as (B', h, T, L), one row per query
+        row, where a cross-attention cache folded B' / B query rows per item
+        into T'."""
         rows, length = ops.shape(query)[:2]  # B', T
         batch, heads, _, key_length = ops.shape(probabilities)
         folded = ops.reshape(

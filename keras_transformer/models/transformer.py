@@ -52,6 +52,15 @@ class Transformer(keras.Model):
             **kwargs,
         )
 
+    def __setattr__(self, name, value):
+        # On the PyTorch backend a layer is a `torch.nn.Module`, which takes
+        # no sub-layer before `Module.__init__`, and the layers are created
+        # before `super().__init__` builds the graph that tracks them: until
+        # then they are plain attributes (as in keras-hub's `Backbone`).
+        if keras.backend.backend() == "torch" and "_modules" not in self.__dict__:
+            return object.__setattr__(self, name, value)
+        return super().__setattr__(name, value)
+
     def _create_layers(self):
         config = self.config
 

@@ -4,6 +4,7 @@ matplotlib is an optional dependency (`pip install -e ".[plots]"`); this
 package imports without it and says so when asked to draw.
 """
 
+import keras_transformer.requires_tensorflow  # noqa: F401 (says if TF is missing)
 from keras_transformer.plots.attention import (
     attention_figure,
     sentence_attention,

@@ -4,6 +4,8 @@ import tensorflow as tf
 
 from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
+pytestmark = pytest.mark.tensorflow  # traced with tf.function signatures
+
 
 @pytest.mark.parametrize(
     "like_spec", [[None, 1, 16], [None, None, 16], [None, 3, None]]

@@ -32,6 +32,8 @@ from keras_transformer.training.checkpoints import (
 from tests.fixtures.saved_artifacts import VARIANTS, compile_model, logits, train
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "saved_d0de694"
+# The training recipe (TF loss, FusedAdam, checkpoints) is TensorFlow.
+pytestmark = pytest.mark.tensorflow
 
 
 def saved(variant):

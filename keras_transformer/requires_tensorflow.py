@@ -1,0 +1,20 @@
+"""Imported first by the subpackages that are TensorFlow programs.
+
+The layers and the model run on any Keras 3 backend; the data pipeline
+(tf.data, tf-text), the decoders (`tf.while_loop` in a `tf.function`), the
+exports (SavedModel), evaluation and plots (their Keras callbacks write
+TensorFlow summaries) are TensorFlow programs. Where TensorFlow is not
+installed, importing one of them fails with one line that says so, instead
+of a traceback ending in "No module named 'tensorflow'".
+"""
+
+from keras_transformer.lazy import tensorflow_missing
+
+try:
+    import tensorflow  # noqa: F401
+except ModuleNotFoundError as error:
+    if error.name != "tensorflow":
+        raise
+    raise tensorflow_missing(
+        "This part of keras_transformer (data, decoding, export, evaluation, plots)"
+    ) from None
