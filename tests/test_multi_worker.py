@@ -71,6 +71,8 @@ class NumberTokenizer:
     def tokenize(self, texts):
         return tf.strings.to_number(tf.strings.split(texts), tf.int32)
 
+    tokenize_target = tokenize
+
 
 def batches():
     """The training stream: pairs of 1-14 ids and their reversal, repeated."""

@@ -161,7 +161,8 @@ def make_dataset(
 
     Args:
         pairs: a `tf.data.Dataset` of (source, target) scalar strings.
-        tokenizer: a `SubwordTokenizer`.
+        tokenizer: a `SubwordTokenizer` or `MarianTokenizer` (what is used:
+            `tokenize` for sources, `tokenize_target` for targets).
         max_length: the most ids in an encoder input and a decoder input.
         tokens_per_batch: the token budget of one batch.
         shuffle_buffer: pairs shuffled together (0 for no shuffling).

@@ -10,13 +10,13 @@ from keras_transformer.cli import main
 from keras_transformer.data import DING_PATH
 from keras_transformer.recipe.run_directory import RunDirectory
 from tests.fixtures.make_marian_fixtures import ding_lines
-from tests.marian.test_import import FIXTURES, check_strings, loaded
+from tests.marian.test_import import FIXTURES, check_strings, reference_of
 
 VARIANT = os.path.join(FIXTURES, "separate_swish")
 
 
 def reference():
-    return loaded("separate_swish")[3]
+    return reference_of("separate_swish")
 
 
 def run_cli(capsys, *argv):

@@ -17,15 +17,25 @@ VARIANTS = ("shared_swish", "shared_relu", "separate_swish")
 _LOADED = {}
 
 
+def reference_of(variant):
+    """What transformers computed for `variant`, with its generation max_length."""
+    folder = os.path.join(FIXTURES, variant)
+    with open(os.path.join(folder, "reference.json"), encoding="utf-8") as file:
+        reference = json.load(file)
+    generation = checkpoint.read_json(folder, checkpoint.GENERATION_CONFIG)
+    reference["max_length"] = generation["max_length"]
+    return reference
+
+
 def loaded(variant):
-    """(model, tokenizer, generation, reference, folder), loaded once a variant."""
+    """(model, tokenizer, generation, reference, folder), loaded once a variant.
+
+    Only for this module: its tests never seed, and a seed (the CLI's `train`)
+    discards tokenizers made before it (see `SubwordTokenizer`).
+    """
     if variant not in _LOADED:
         folder = os.path.join(FIXTURES, variant)
-        with open(os.path.join(folder, "reference.json"), encoding="utf-8") as file:
-            reference = json.load(file)
-        generation = checkpoint.read_json(folder, checkpoint.GENERATION_CONFIG)
-        reference["max_length"] = generation["max_length"]
-        _LOADED[variant] = (*load_marian(folder), reference, folder)
+        _LOADED[variant] = (*load_marian(folder), reference_of(variant), folder)
     return _LOADED[variant]
 
 

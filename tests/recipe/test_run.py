@@ -197,13 +197,19 @@ def test_an_unwritable_export_folder_fails_before_training(tmp_path):
 @pytest.mark.slow
 def test_the_same_job_json_gives_the_same_results_as_before_the_recipe(tmp_path):
     """The fixture run was made by job.py (d0de694) from its flat job.json;
-    the recipe runs the same settings to the same numbers."""
+    the recipe runs the same settings to the same numbers, up to the last
+    bits that float32 kernels round differently on another CPU (an AMD EPYC
+    reaches 0.0856 validation accuracy after 80 updates where the fixture
+    says 0.0848, with the same losses; a different setting moves the loss by
+    far more)."""
     before = RunDirectory(FIXTURE_RUN).read_results()
     config = load_config(os.path.join(FIXTURE_RUN, "job.json"))
     after = run(config.replace(output={"output_dir": str(tmp_path / "run")}))
     assert round(after["bleu"], 2) == round(before["bleu"], 2)
     assert round(after["chrf"], 2) == round(before["chrf"], 2)
-    assert after["history"] == {int(k): v for k, v in before["history"].items()}
+    assert list(after["history"]) == [int(epoch) for epoch in before["history"]]
+    for epoch, metrics in before["history"].items():
+        assert after["history"][int(epoch)] == pytest.approx(metrics, abs=2e-3)
 
 
 @pytest.mark.slow
