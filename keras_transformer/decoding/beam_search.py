@@ -4,8 +4,9 @@ The paper's setup (section 6.1): beam size 4, length penalty alpha = 0.6, as
 in tensor2tensor and GNMT (Wu et al., 2016): a hypothesis of `n` generated
 tokens scores `sum log p / ((5 + n) / 6) ** alpha`. Finished hypotheses are
 kept apart from alive ones; the search stops when no alive beam can beat the
-worst kept finished one. The loop only knows a step function and an opaque
-cache; see `beam_search`.
+worst kept finished one. `scoring="transformers"` follows Hugging Face
+transformers' `generate(num_beams=K)` instead (`SCORINGS`). The loop only
+knows a step function and an opaque cache; see `beam_search`.
 """
 
 import tensorflow as tf
@@ -17,6 +18,20 @@ from keras_transformer.decoding.greedy import (
     sequence_limits,
     write_column,
 )
+
+# How finished hypotheses are scored and when the search stops, by name:
+# "gnmt": log p / ((5 + n) / 6) ** alpha; `num_results` finished slots; an
+#     item is done when no alive beam can beat the worst kept finished one
+#     at the item's limit (a true bound, so the search is exact in it).
+# "transformers": transformers' beam search with `length_penalty=alpha` and
+#     `early_stopping=False`: log p / n ** alpha; K finished slots; an item
+#     is done once its K slots are full and its best alive beam over the
+#     tokens generated so far, `log p / n ** alpha`, scores no more than the
+#     worst finished one (their heuristic, not a bound); a done item takes
+#     no more finished hypotheses. The token at an item's limit is the end
+#     token, as transformers forces it (`forced_eos_token_id`, set by
+#     Marian's generation configs) at its `max_length`.
+SCORINGS = ("gnmt", "transformers")
 
 
 def length_penalty(length, alpha):
@@ -113,32 +128,55 @@ def _top_candidates(alive_ids, alive_log_probs, log_probs, index, count):
     return ids, tokens, top_log_probs, beams
 
 
+def _force_end(log_probs, at_limit, end_id):
+    """`log_probs` (B, K, V) with the end token certain where `at_limit` (B,)."""
+    vocab = tf.range(tf.shape(log_probs)[-1])  # (V,)
+    forced = tf.where(vocab == end_id, 0.0, -float("inf"))  # (V,)
+    return tf.where(at_limit[:, None, None], forced, log_probs)  # (B, K, V)
+
+
 def _keep_best(scores, ids, count):
     """The `count` best of `scores` (B, N) and their ids (B, N, L + 1)."""
     best_scores, picks = tf.math.top_k(scores, k=count)  # (B, count)
     return best_scores, tf.gather(ids, picks, batch_dims=1), picks
 
 
-def _is_done(alive_log_probs, finished_scores, limits, alpha):
-    """Whether no alive beam of an item can beat its worst kept finished one.
+def _normalizer(length, alpha, scoring):
+    """What a hypothesis of `length` generated tokens divides its log p by."""
+    if scoring == "gnmt":
+        return length_penalty(length, alpha)
+    return tf.pow(tf.cast(length, tf.float32), alpha)
 
-    The best an alive beam can still score is its log-probability (which
-    only falls) over the largest length penalty, that of the item's limit.
+
+def _is_done(alive_log_probs, finished_scores, length, limits, alpha, scoring):
+    """Whether an item takes no more finished hypotheses (see `SCORINGS`).
+
+    "gnmt": no alive beam can beat the worst kept finished one; the best an
+    alive beam can still score is its log-probability (which only falls)
+    over the largest length penalty, that of the item's limit.
+    "transformers": all slots are full and the best alive beam, scored at
+    the current length, is no better than the worst finished one.
 
     Args:
         alive_log_probs: float32 (B, K), best first.
         finished_scores: float32 (B, N), best first, -inf for empty slots.
+        length: scalar int32, the tokens generated so far.
         limits: int32 (B,), the most tokens each item may generate.
         alpha: the length-penalty exponent.
+        scoring: one of `SCORINGS`.
 
     Returns:
         bool (B,).
     """
     best_alive = alive_log_probs[:, 0]  # (B,)
-    bound = best_alive / length_penalty(limits, alpha)  # (B,)
     worst_finished = finished_scores[:, -1]  # (B,)
     no_alive = tf.math.is_inf(best_alive)
-    return no_alive | (worst_finished > bound)
+    if scoring == "gnmt":
+        bound = best_alive / length_penalty(limits, alpha)  # (B,)
+        return no_alive | (worst_finished > bound)
+    best = best_alive / _normalizer(length, alpha, scoring)  # (B,)
+    full = tf.math.is_finite(worst_finished)
+    return no_alive | (full & (best <= worst_finished))
 
 
 def beam_search(
@@ -152,6 +190,7 @@ def beam_search(
     num_results=1,
     pad_id=0,
     max_lengths=None,
+    scoring="gnmt",
 ):
     """Beam search with the GNMT length penalty over a step function.
 
@@ -191,12 +230,16 @@ def beam_search(
         pad_id: the token written after the end.
         max_lengths: optional int (B,), per-example limits on generated
             tokens (end token included), clipped to `max_length`.
+        scoring: "gnmt" (the above), or "transformers" to follow Hugging
+            Face transformers' `generate(num_beams=K, length_penalty=alpha)`:
+            log p / n ** alpha, K finished slots and their stopping
+            heuristic, the end token forced at the limit (see `SCORINGS`).
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated
         tokens without the start token (end token included, then padding),
         best first, and float32 (B, num_results), their sum of
-        log-probabilities over the length penalty.
+        log-probabilities over the length penalty (or over n ** alpha).
 
     Example:
 
@@ -223,6 +266,10 @@ def beam_search(
         )
     if not isinstance(alpha, tf.Tensor) and alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
+    # Finished slots: transformers keeps K and returns the best of them.
+    slots = num_results if scoring == "gnmt" else beam_size
 
     start_ids = tf.cast(tf.convert_to_tensor(start_ids), tf.int32)  # (B,)
     batch_size = tf.shape(start_ids)[0]
@@ -233,14 +280,15 @@ def beam_search(
     # Only beam 0 is live at first, so the first step does not pick K copies.
     first_beam = tf.where(tf.range(beam_size) == 0, 0.0, -float("inf"))  # (K,)
     alive_log_probs = tf.tile(first_beam[None], [batch_size, 1])  # (B, K)
-    finished_ids = tf.fill([batch_size, num_results, buffer_length], pad_id)
-    finished_scores = tf.fill([batch_size, num_results], -float("inf"))  # (B, N)
+    finished_ids = tf.fill([batch_size, slots, buffer_length], pad_id)
+    finished_scores = tf.fill([batch_size, slots], -float("inf"))  # (B, N)
+    done = tf.zeros([batch_size], tf.bool)  # (B,)
 
     def step(*state):
         return keep_static_shapes(beam_step(*state), state)
 
     def beam_step(
-        index, alive_ids, alive_log_probs, cache, finished_ids, finished_scores
+        index, alive_ids, alive_log_probs, cache, finished_ids, finished_scores, done
     ):
         # The row count, where known when tracing, stays known to `next_fn`.
         rows = alive_ids.shape[:2].num_elements() or -1  # B * K
@@ -248,6 +296,8 @@ def beam_search(
         logits, cache = next_fn(flat_ids, cache, index)  # (B * K, V)
         log_probs = log_probabilities(logits)  # (B * K, V)
         log_probs = tf.reshape(log_probs, [batch_size, beam_size, -1])  # (B, K, V)
+        if scoring == "transformers":
+            log_probs = _force_end(log_probs, index + 1 >= limits, end_id)
         ids, tokens, log_p, beams = _top_candidates(
             alive_ids, alive_log_probs, log_probs, index, 2 * beam_size
         )  # (B, 2K, L + 1), then (B, 2K) each
@@ -260,14 +310,18 @@ def beam_search(
         )  # (B, K), (B, K, L + 1), (B, K)
         cache = gather_beams(cache, tf.gather(beams, picks, batch_dims=1), beam_size)
 
+        takes = ended & in_beam & ~done[:, None]  # (B, 2K)
         scores = tf.where(
-            ended & in_beam, log_p / length_penalty(length, alpha), -float("inf")
+            takes, log_p / _normalizer(length, alpha, scoring), -float("inf")
         )  # (B, 2K)
         finished_scores, finished_ids, _ = _keep_best(
             tf.concat([finished_scores, scores], axis=1),  # (B, N + 2K)
             tf.concat([finished_ids, ids], axis=1),
-            num_results,
+            slots,
         )  # (B, N), (B, N, L + 1)
+        done |= _is_done(
+            alive_log_probs, finished_scores, length, limits, alpha, scoring
+        )  # (B,)
         return (
             index + 1,
             alive_ids,
@@ -275,11 +329,11 @@ def beam_search(
             cache,
             finished_ids,
             finished_scores,
+            done,
         )
 
-    def not_done(index, alive_ids, alive_log_probs, cache, finished_ids, scores):
-        done = _is_done(alive_log_probs, scores, limits, alpha)  # (B,)
-        return tf.logical_not(tf.reduce_all(done))
+    def not_done(*state):
+        return tf.logical_not(tf.reduce_all(state[-1]))
 
     loop_vars = (
         tf.constant(0),
@@ -288,8 +342,9 @@ def beam_search(
         tile_beams(cache, beam_size),
         finished_ids,
         finished_scores,
+        done,
     )
-    *_, finished_ids, finished_scores = tf.while_loop(
+    *_, finished_ids, finished_scores, _ = tf.while_loop(
         not_done, step, loop_vars, maximum_iterations=max_length
     )
-    return finished_ids[:, :, 1:], finished_scores
+    return finished_ids[:, :num_results, 1:], finished_scores[:, :num_results]

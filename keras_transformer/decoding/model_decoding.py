@@ -89,6 +89,7 @@ def decode(
     extra_length=50,
     max_length=None,
     sampler=None,
+    scoring="gnmt",
 ):
     """Decodes `encoder_inputs` with `model`: greedy if `beam_size` is 1.
 
@@ -121,13 +122,16 @@ def decode(
             `beam_size`, `alpha` and `num_results` keep their defaults then.
             Its scores are the sums of the log-probabilities of the returned
             tokens, from a teacher-forced pass.
+        scoring: how beam search scores and stops, "gnmt" or "transformers"
+            (`beam_search.SCORINGS`; unused when greedy).
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
         (B, num_results, L), the generated tokens without the start token
         (end token included, then padding 0), best first, and float32
         (B, num_results). Greedy scores are sums of log-probabilities; beam
-        scores are divided by the length penalty ((5 + n) / 6) ** alpha.
+        scores are divided by the length penalty ((5 + n) / 6) ** alpha
+        (n ** alpha with `scoring="transformers"`).
 
     Example:
 
@@ -179,7 +183,11 @@ def decode(
         ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
         return ids[:, None], scores[:, None]
     return beam_search(
-        **arguments, beam_size=beam_size, alpha=alpha, num_results=num_results
+        **arguments,
+        beam_size=beam_size,
+        alpha=alpha,
+        num_results=num_results,
+        scoring=scoring,
     )  # (B, N, L), (B, N)
 
 

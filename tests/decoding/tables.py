@@ -104,3 +104,15 @@ LATE_END_TABLE = _table(
         [0.0, 0.0, 0.8, 0.1, 0.1],
     ]
 )
+
+# The end now (.5), or A, A, ... (.4, then .7 each): GNMT with alpha 1 keeps
+# the end; dividing by n favours A, A, A and the end forced at the limit.
+SHORT_OR_LONG_TABLE = _table(
+    [
+        [0.2, 0.2, 0.2, 0.2, 0.2],
+        [0.0, 0.0, 0.5, 0.4, 0.1],
+        [0.9, 0.0, 0.0, 0.1, 0.0],
+        [0.0, 0.0, 0.3, 0.7, 0.0],
+        [0.0, 0.0, 0.5, 0.25, 0.25],
+    ]
+)

@@ -5,9 +5,11 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.decoding import beam_search, greedy_decode, length_penalty
+from keras_transformer.decoding.beam_search import SCORINGS
 from tests.decoding.tables import (
     END,
     HAND_TABLE,
+    SHORT_OR_LONG_TABLE,
     START,
     A,
     B,
@@ -53,6 +55,23 @@ def test_finds_a_better_sequence_than_greedy_with_hand_computed_scores():
         math.log(0.55 * 0.5) / penalty_2,
         math.log(0.55 * 0.2 * 0.95) / penalty_3,
     ]
+    np.testing.assert_allclose(scores[0], expected, rtol=1e-5)
+
+
+def test_transformers_scoring_divides_by_the_length_and_forces_the_end():
+    table = SHORT_OR_LONG_TABLE[None]
+    ids, scores = search(table, [0], 4, beam_size=2, alpha=1.0)
+    np.testing.assert_array_equal(ids[0], [padded([END], 4)])
+    np.testing.assert_allclose(scores[0], [math.log(0.5)], rtol=1e-5)
+
+    ids, scores = search(
+        table, [0], 4, beam_size=2, alpha=1.0, num_results=2, scoring="transformers"
+    )
+    # Steps 2 and 3 finish A, END and A, A, END (-1.06, -0.83): both
+    # slots are full, but the best alive A, A, A scores -1.63 / 3 = -0.54
+    # at the current length, so the search goes on to the forced end.
+    np.testing.assert_array_equal(ids[0], [[A, A, A, END], padded([END], 4)])
+    expected = [math.log(0.4 * 0.7 * 0.7) / 4, math.log(0.5) / 1]
     np.testing.assert_allclose(scores[0], expected, rtol=1e-5)
 
 
@@ -111,13 +130,23 @@ def test_max_lengths_end_sequences_and_a_batch_equals_its_items_alone():
         np.testing.assert_allclose(scores[item], alone_scores[0], rtol=1e-6)
 
 
-def test_traces_once_and_compiles_with_xla():
+@pytest.mark.parametrize("scoring", SCORINGS)
+def test_traces_once_and_compiles_with_xla(scoring):
     next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
 
     def run(table_indices, limits):
         start_ids = tf.fill(tf.shape(table_indices), START)
         return beam_search(
-            next_fn, start_ids, table_indices, 7, END, 3, 0.6, 2, max_lengths=limits
+            next_fn,
+            start_ids,
+            table_indices,
+            7,
+            END,
+            3,
+            0.6,
+            2,
+            max_lengths=limits,
+            scoring=scoring,
         )
 
     vector = tf.TensorSpec([None], tf.int32)
@@ -156,6 +185,7 @@ def test_the_step_function_sees_the_row_count_known_when_tracing():
         (dict(beam_size=0), "beam_size must be a positive int, got 0"),
         (dict(beam_size=2, num_results=3), "num_results must be <= beam_size=2"),
         (dict(alpha=-0.5), "alpha must be >= 0, got -0.5"),
+        (dict(scoring="average"), "scoring must be one of"),
         (dict(max_lengths=[3, -1]), "max_lengths must be a positive int, got -1"),
     ],
 )

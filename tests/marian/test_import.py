@@ -120,8 +120,9 @@ def our_ids(ids):
     return rows
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_greedy_output_is_transformers(variant):
+def decoded_and_expected(variant, name, **settings):
+    """Our outputs for the reference's sources, decoded with `settings` up to
+    generate()'s limit, and the reference's `name` outputs, both in our ids."""
     from keras_transformer.decoding import decode
 
     model, tokenizer, _, reference, folder = loaded(variant)
@@ -134,12 +135,28 @@ def test_greedy_output_is_transformers(variant):
     lengths = (source != 0).sum(axis=1)
     source[np.arange(len(source)), lengths] = 2  # the end id
     limit = reference_limit(reference)
-    ids, _ = decode(model, source, beam_size=1, extra_length=10**4, max_length=limit)
-    expected = [
-        to_ours(row, target_order).tolist() for row in reference["greedy"]["ids"]
-    ]
-    ours = our_ids(ids[:, 0])
+    ids, _ = decode(model, source, extra_length=10**4, max_length=limit, **settings)
+    expected = [to_ours(row, target_order).tolist() for row in reference[name]["ids"]]
+    return our_ids(ids[:, 0]), expected, limit
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_greedy_output_is_transformers(variant):
+    ours, expected, limit = decoded_and_expected(variant, "greedy", beam_size=1)
     assert check_outputs(ours, expected, limit, end_id=2) == len(expected)
+
+
+def test_beam_4_outputs_are_transformers_under_their_scoring():
+    # generate(num_beams=4) with Marian's length_penalty 1.0; the issue's
+    # target is 95 % of the outputs identical (docs/experiments.md).
+    equal = total = 0
+    for variant in VARIANTS:
+        ours, expected, limit = decoded_and_expected(
+            variant, "beam4", beam_size=4, alpha=1.0, scoring="transformers"
+        )
+        equal += check_outputs(ours, expected, limit, end_id=2)
+        total += len(expected)
+    assert equal >= 0.95 * total, f"{equal} of {total}"
 
 
 def check_strings(ours, reference, name):
