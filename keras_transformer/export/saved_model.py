@@ -94,4 +94,5 @@ def _serving_copy(translator, dtype_policy):
         beam_size=translator.beam_size,
         alpha=translator.alpha,
         extra_length=translator.extra_length,
+        scoring=translator.scoring,
     )

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_transformer.data.pipeline import truncate_with_end_id
 from keras_transformer.data.tokenizer import END_ID, START_ID
+from keras_transformer.decoding.beam_search import SCORINGS
 from keras_transformer.decoding.model_decoding import decode, token_log_probabilities
 
 TEXT = tf.TensorSpec([None], tf.string, name="text")
@@ -47,15 +48,29 @@ class Translator(tf.Module):
         extra_length: a translation may have up to source length +
             `extra_length` tokens (50 in the paper), capped by
             `model.config.max_length`.
+        scoring: how beam search scores and stops in every method, "gnmt"
+            or "transformers" (Hugging Face's `generate`, e.g. for an
+            imported Marian model; see `beam_search.SCORINGS`).
     """
 
-    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, extra_length=50):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        beam_size=4,
+        alpha=0.6,
+        extra_length=50,
+        scoring="gnmt",
+    ):
         super().__init__(name="translator")
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
         self.model = model
         self.tokenizer = tokenizer
         self.beam_size = beam_size
         self.alpha = alpha
         self.extra_length = extra_length
+        self.scoring = scoring
         self.max_length = model.config.max_length
         # Saved with an export, so that a loaded one can tell its defaults
         # and how many source pieces it reads (`translate` splits longer).
@@ -94,6 +109,7 @@ class Translator(tf.Module):
             extra_length=self.extra_length,
             max_length=self.max_length,
             sampler=sampler,
+            scoring=self.scoring,
         )
 
     def _decode(self, source_ids, beam_size, alpha):
