@@ -10,10 +10,22 @@ times its `ids` signature on the same source ids, at the same beam size
 and threads. Both make `--new-tokens` tokens (the model is random, so the
 end token is rarely chosen; both count the tokens they made). Prints JSON.
 
-    python benchmarks/marian_speed.py --hf-python /work/venv-hf/bin/python
+With `--ctranslate2` (ctranslate2 installed in both Pythons; CI needs
+neither), two more columns, beam search on the same pieces and threads:
+the model converted by CTranslate2's own converter (`TransformersConverter`,
+float32, timed in the other Python) and our CTranslate2 export of the
+imported model (`export_ctranslate2`, float32), both made to give
+`--new-tokens` tokens. On a machine busier than its cores, run with
+`OMP_WAIT_POLICY=PASSIVE` (recorded in the JSON): CTranslate2's OpenMP
+threads otherwise spin at each barrier, and on 2 shared cores under a load
+of 5 both CTranslate2 models ran 20-30x slower at 2 threads than at 1.
+
+    python benchmarks/marian_speed.py --hf-python /work/venv-hf/bin/python \
+        --ctranslate2
 """
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -36,9 +48,10 @@ SOURCE_LENGTH = 20
 REFERENCE = r"""
 import json, os, shutil, sys, time
 import torch
+{TIME_CTRANSLATE2}
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
-folder, fixture, vocab_size, threads, beams, new_tokens, batches = sys.argv[1:]
+folder, fixture, vocab_size, threads, beams, new_tokens, batches, ct2 = sys.argv[1:]
 vocab_size, threads, beams, new_tokens = map(
     int, (vocab_size, threads, beams, new_tokens))
 torch.set_num_threads(threads)
@@ -71,8 +84,37 @@ for batch in json.loads(batches):
         seconds = time.perf_counter() - start
     tokens = int(((out[:, 1:] != pad) & (out[:, 1:] != 0)).sum()) + len(batch)
     results[str(len(batch))] = {"seconds": seconds, "tokens": tokens}
-print(json.dumps({"torch": torch.__version__, "results": results}))
+report = {"torch": torch.__version__, "results": results}
+if ct2 == "1":
+    import ctranslate2
+    ctranslate2.converters.TransformersConverter(folder).convert(folder + "-ct2")
+    translator = ctranslate2.Translator(folder + "-ct2", intra_threads=threads)
+    report["ctranslate2"] = ctranslate2.__version__
+    for batch in json.loads(batches):
+        source = [[pieces[i] for i in row] for row in batch]
+        report["results"][str(len(batch))]["ctranslate2"] = time_ctranslate2(
+            translator, source, beams, new_tokens)
+print(json.dumps(report))
+
 """
+
+
+def time_ctranslate2(translator, source, beams, new_tokens):
+    """Seconds and tokens (counted as transformers' are: the pieces made, and
+    one a source) of beam search on `source`, token lists."""
+    import time
+
+    translator.translate_batch(source[:1], beam_size=beams, max_decoding_length=2)
+    start = time.perf_counter()
+    results = translator.translate_batch(
+        source,
+        beam_size=beams,
+        max_decoding_length=new_tokens,
+        min_decoding_length=new_tokens,
+    )
+    seconds = time.perf_counter() - start
+    tokens = sum(len(result.hypotheses[0]) + 1 for result in results)
+    return {"seconds": seconds, "tokens": tokens}
 
 
 def source_batches(sizes, seed=0):
@@ -86,8 +128,9 @@ def source_batches(sizes, seed=0):
     return batches
 
 
-def ours(folder, batches, beams, new_tokens, export_dir):
-    """Tokens/s of our exported SavedModel's `ids` signature."""
+def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=None):
+    """Seconds and tokens of our exported SavedModel's `ids` signature, and
+    with `ctranslate2_threads` of our CTranslate2 export on that many threads."""
     import tensorflow as tf
 
     from keras_transformer.export import Translator, export_translator
@@ -111,6 +154,19 @@ def ours(folder, batches, beams, new_tokens, export_dir):
         out = signature(ids=ids)["ids"].numpy()
         seconds = time.perf_counter() - start
         results[str(len(batch))] = {"seconds": seconds, "tokens": int((out != 0).sum())}
+    if ctranslate2_threads:
+        import ctranslate2
+
+        from keras_transformer.export import export_ctranslate2
+
+        path = export_ctranslate2(translator, export_dir + "-ct2")
+        ct2 = ctranslate2.Translator(path, intra_threads=ctranslate2_threads)
+        pieces = tokenizer.pieces()[0]
+        for batch in batches:  # without the end token, which the export adds
+            source = [[pieces[i] for i in row[:-1]] for row in ours_of[np.array(batch)]]
+            results[str(len(batch))]["ctranslate2"] = time_ctranslate2(
+                ct2, source, beams, new_tokens
+            )
     return results
 
 
@@ -121,6 +177,7 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--ctranslate2", action="store_true")
     args = parser.parse_args(argv)
     set_threads(args.threads)
     batches = source_batches(args.batch_sizes)
@@ -130,7 +187,9 @@ def main(argv=None):
             [
                 args.hf_python,
                 "-c",
-                REFERENCE,
+                REFERENCE.replace(
+                    "{TIME_CTRANSLATE2}", inspect.getsource(time_ctranslate2)
+                ),
                 hf_dir,
                 FIXTURE,
                 str(VOCAB_SIZE),
@@ -138,6 +197,7 @@ def main(argv=None):
                 str(args.beam_size),
                 str(args.new_tokens),
                 json.dumps(batches),
+                str(int(args.ctranslate2)),
             ],
             capture_output=True,
             text=True,
@@ -150,6 +210,7 @@ def main(argv=None):
             args.beam_size,
             args.new_tokens,
             os.path.join(folder, "export"),
+            args.threads if args.ctranslate2 else None,
         )
     rows = {}
     for size in map(str, args.batch_sizes):
@@ -163,6 +224,13 @@ def main(argv=None):
             "transformers": theirs,
             "ours": us,
         }
+        if args.ctranslate2:
+            for name, times in (
+                ("ctranslate2_converter", theirs.pop("ctranslate2")),
+                ("ours_ctranslate2", us.pop("ctranslate2")),
+            ):
+                rows[size][f"{name}_tokens_per_s"] = times["tokens"] / times["seconds"]
+                rows[size][name] = times
     print_json(
         {
             "benchmark": "marian_speed",
@@ -171,6 +239,8 @@ def main(argv=None):
             "new_tokens": args.new_tokens,
             "source_length": SOURCE_LENGTH,
             "torch": reference["torch"],
+            "ctranslate2": reference.get("ctranslate2"),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "batches": rows,
             "environment": environment(args.threads),
         }
