@@ -7,8 +7,11 @@ by transformers, in another Python that has torch and transformers
 (torch on CPU, `--threads` threads). This process imports it
 (`load_marian`), exports the translator as a SavedModel, reloads it and
 times its `ids` signature on the same source ids, at the same beam size
-and threads. Both make `--new-tokens` tokens (the model is random, so the
-end token is rarely chosen; both count the tokens they made). Prints JSON.
+and threads. Every column makes the same number of tokens a source:
+the source's length + `--new-tokens`, our Translator's limit
+(`extra_length`); transformers and CTranslate2 are held to it by a minimum
+and a maximum, ours reaches it because the random model rarely picks the
+end token (each counts the tokens it made). Prints JSON.
 
 With `--ctranslate2` (ctranslate2 installed in both Pythons; CI needs
 neither), two more columns, beam search on the same pieces and threads:
@@ -165,7 +168,7 @@ def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=Non
         for batch in batches:  # without the end token, which the export adds
             source = [[pieces[i] for i in row[:-1]] for row in ours_of[np.array(batch)]]
             results[str(len(batch))]["ctranslate2"] = time_ctranslate2(
-                ct2, source, beams, new_tokens
+                ct2, source, beams, SOURCE_LENGTH + new_tokens
             )
     return results
 
@@ -195,7 +198,7 @@ def main(argv=None):
                 str(VOCAB_SIZE),
                 str(args.threads),
                 str(args.beam_size),
-                str(args.new_tokens),
+                str(SOURCE_LENGTH + args.new_tokens),
                 json.dumps(batches),
                 str(int(args.ctranslate2)),
             ],
@@ -237,6 +240,7 @@ def main(argv=None):
             "shape": {"d_model": 512, "layers": "6+6", "vocab_size": VOCAB_SIZE},
             "beam_size": args.beam_size,
             "new_tokens": args.new_tokens,
+            "tokens_a_source": SOURCE_LENGTH + args.new_tokens,
             "source_length": SOURCE_LENGTH,
             "torch": reference["torch"],
             "ctranslate2": reference.get("ctranslate2"),
