@@ -88,6 +88,10 @@ for batch in json.loads(batches):
     tokens = int(((out[:, 1:] != pad) & (out[:, 1:] != 0)).sum()) + len(batch)
     results[str(len(batch))] = {"seconds": seconds, "tokens": tokens}
 report = {"torch": torch.__version__, "results": results}
+with torch.no_grad():  # greedy on the largest batch, to compare the tokens
+    out = model.generate(input_ids=torch.tensor(json.loads(batches)[-1]),
+                         num_beams=1, max_new_tokens=new_tokens)
+report["greedy"] = out[:, 1:].tolist()
 if ct2 == "1":
     import ctranslate2
     ctranslate2.converters.TransformersConverter(folder).convert(folder + "-ct2")
@@ -120,6 +124,22 @@ def time_ctranslate2(translator, source, beams, new_tokens):
     return {"seconds": seconds, "tokens": tokens}
 
 
+def greedy_identical_share(theirs, ours, limit):
+    """The share of rows whose greedy tokens are the same: transformers'
+    (Marian ids, padded) against ours (Marian ids, -1 after the end). A
+    row that reaches the limit is compared without its last token, which
+    transformers forces to the end token and ours leaves to the argmax."""
+    same = 0
+    for their_row, our_row in zip(theirs, ours, strict=True):
+        mine = [int(token) for token in our_row if token >= 0]
+        their_row = list(their_row)
+        their_row = their_row[: their_row.index(0) + 1 if 0 in their_row else limit]
+        if len(mine) == len(their_row) == limit:
+            mine, their_row = mine[:-1], their_row[:-1]
+        same += mine == their_row
+    return same / len(theirs)
+
+
 def source_batches(sizes, seed=0):
     """Random Marian source ids: (B, SOURCE_LENGTH - 1) pieces then </s>."""
     rng = np.random.default_rng(seed)
@@ -136,6 +156,7 @@ def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=Non
     with `ctranslate2_threads` of our CTranslate2 export on that many threads."""
     import tensorflow as tf
 
+    from keras_transformer.decoding import decode
     from keras_transformer.export import Translator, export_translator
     from keras_transformer.marian import load_marian, vocabulary
 
@@ -157,6 +178,11 @@ def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=Non
         out = signature(ids=ids)["ids"].numpy()
         seconds = time.perf_counter() - start
         results[str(len(batch))] = {"seconds": seconds, "tokens": int((out != 0).sum())}
+    greedy, _ = decode(
+        model, ours_of[np.array(batches[-1])], beam_size=1, extra_length=new_tokens
+    )  # (B, 1, L), our ids
+    greedy = greedy.numpy()[:, 0]
+    results["greedy"] = np.where(greedy > 0, order[np.maximum(greedy, 1) - 1], -1)
     if ctranslate2_threads:
         import ctranslate2
 
@@ -215,6 +241,9 @@ def main(argv=None):
             os.path.join(folder, "export"),
             args.threads if args.ctranslate2 else None,
         )
+    greedy_share = greedy_identical_share(
+        reference["greedy"], mine.pop("greedy"), SOURCE_LENGTH + args.new_tokens
+    )
     rows = {}
     for size in map(str, args.batch_sizes):
         theirs, us = reference["results"][size], mine[size]
@@ -246,6 +275,7 @@ def main(argv=None):
             "ctranslate2": reference.get("ctranslate2"),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "batches": rows,
+            "greedy_identical_share": greedy_share,
             "environment": environment(args.threads),
         }
     )
