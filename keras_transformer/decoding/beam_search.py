@@ -34,6 +34,12 @@ from keras_transformer.decoding.greedy import (
 SCORINGS = ("gnmt", "transformers")
 
 
+def check_scoring(scoring):
+    """Raises ValueError unless `scoring` is one of `SCORINGS`."""
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
+
+
 def length_penalty(length, alpha):
     """The GNMT length penalty ((5 + length) / 6) ** alpha.
 
@@ -266,8 +272,7 @@ def beam_search(
         )
     if not isinstance(alpha, tf.Tensor) and alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
-    if scoring not in SCORINGS:
-        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
+    check_scoring(scoring)
     # Finished slots: transformers keeps K and returns the best of them.
     slots = num_results if scoring == "gnmt" else beam_size
 

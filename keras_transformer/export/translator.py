@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from keras_transformer.data.pipeline import truncate_with_end_id
 from keras_transformer.data.tokenizer import END_ID, START_ID
-from keras_transformer.decoding.beam_search import SCORINGS
+from keras_transformer.decoding.beam_search import check_scoring
 from keras_transformer.decoding.model_decoding import decode, token_log_probabilities
 
 TEXT = tf.TensorSpec([None], tf.string, name="text")
@@ -63,8 +63,7 @@ class Translator(tf.Module):
         scoring="gnmt",
     ):
         super().__init__(name="translator")
-        if scoring not in SCORINGS:
-            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
+        check_scoring(scoring)
         self.model = model
         self.tokenizer = tokenizer
         self.beam_size = beam_size
