@@ -301,16 +301,26 @@ def export(args):
 
 def _translator(model, tokenizer_file, run, args):
     """A `Translator` of `model` decoding as `decoding_settings` settles it
-    from `args` and the run's evaluation settings (when `run` is one)."""
+    from `args` and the run's evaluation settings (the recipe's when `run`
+    is not a run), with the run's beam-search scoring."""
     import dataclasses
 
     from keras_transformer.data.tokenizer import load_tokenizer
     from keras_transformer.export import Translator
     from keras_transformer.recipe.config import decoding_settings
+    from keras_transformer.recipe.settings import EvaluationSection
 
-    saved = dataclasses.asdict(run.read_config().evaluation) if run.exists() else None
-    beam_size, alpha = decoding_settings(args.beam_size, args.alpha, saved)
-    return Translator(model, load_tokenizer(tokenizer_file), beam_size, alpha)
+    evaluation = run.read_config().evaluation if run.exists() else EvaluationSection()
+    beam_size, alpha = decoding_settings(
+        args.beam_size, args.alpha, dataclasses.asdict(evaluation)
+    )
+    return Translator(
+        model,
+        load_tokenizer(tokenizer_file),
+        beam_size,
+        alpha,
+        scoring=evaluation.scoring,
+    )
 
 
 def add_average_parser(commands):

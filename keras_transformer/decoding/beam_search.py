@@ -5,8 +5,8 @@ in tensor2tensor and GNMT (Wu et al., 2016): a hypothesis of `n` generated
 tokens scores `sum log p / ((5 + n) / 6) ** alpha`. Finished hypotheses are
 kept apart from alive ones; the search stops when no alive beam can beat the
 worst kept finished one. `scoring="transformers"` follows Hugging Face
-transformers' `generate(num_beams=K)` instead (`SCORINGS`). The loop only
-knows a step function and an opaque cache; see `beam_search`.
+transformers' `generate(num_beams=K)` instead (`keras_transformer.scorings`).
+The loop only knows a step function and an opaque cache; see `beam_search`.
 """
 
 import tensorflow as tf
@@ -18,26 +18,7 @@ from keras_transformer.decoding.greedy import (
     sequence_limits,
     write_column,
 )
-
-# How finished hypotheses are scored and when the search stops, by name:
-# "gnmt": log p / ((5 + n) / 6) ** alpha; `num_results` finished slots; an
-#     item is done when no alive beam can beat the worst kept finished one
-#     at the item's limit (a true bound, so the search is exact in it).
-# "transformers": transformers' beam search with `length_penalty=alpha` and
-#     `early_stopping=False`: log p / n ** alpha; K finished slots; an item
-#     is done once its K slots are full and its best alive beam over the
-#     tokens generated so far, `log p / n ** alpha`, scores no more than the
-#     worst finished one (their heuristic, not a bound); a done item takes
-#     no more finished hypotheses. The token at an item's limit is the end
-#     token, as transformers forces it (`forced_eos_token_id`, set by
-#     Marian's generation configs) at its `max_length`.
-SCORINGS = ("gnmt", "transformers")
-
-
-def check_scoring(scoring):
-    """Raises ValueError unless `scoring` is one of `SCORINGS`."""
-    if scoring not in SCORINGS:
-        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
+from keras_transformer.scorings import check_scoring
 
 
 def length_penalty(length, alpha):
@@ -155,7 +136,7 @@ def _normalizer(length, alpha, scoring):
 
 
 def _is_done(alive_log_probs, finished_scores, length, limits, alpha, scoring):
-    """Whether an item takes no more finished hypotheses (see `SCORINGS`).
+    """Whether an item takes no more finished hypotheses (`scorings`).
 
     "gnmt": no alive beam can beat the worst kept finished one; the best an
     alive beam can still score is its log-probability (which only falls)
@@ -169,7 +150,7 @@ def _is_done(alive_log_probs, finished_scores, length, limits, alpha, scoring):
         length: scalar int32, the tokens generated so far.
         limits: int32 (B,), the most tokens each item may generate.
         alpha: the length-penalty exponent.
-        scoring: one of `SCORINGS`.
+        scoring: one of `scorings.SCORINGS`.
 
     Returns:
         bool (B,).
@@ -239,7 +220,7 @@ def beam_search(
         scoring: "gnmt" (the above), or "transformers" to follow Hugging
             Face transformers' `generate(num_beams=K, length_penalty=alpha)`:
             log p / n ** alpha, K finished slots and their stopping
-            heuristic, the end token forced at the limit (see `SCORINGS`).
+            heuristic, the end token forced at the limit (`scorings`).
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated

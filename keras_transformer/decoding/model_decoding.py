@@ -123,7 +123,7 @@ def decode(
             Its scores are the sums of the log-probabilities of the returned
             tokens, from a teacher-forced pass.
         scoring: how beam search scores and stops, "gnmt" or "transformers"
-            (`beam_search.SCORINGS`; unused when greedy).
+            (`scorings.SCORINGS`; unused when greedy).
 
     Returns:
         `(ids, scores)`, always with a results axis: int32

@@ -5,8 +5,8 @@ import tensorflow as tf
 
 from keras_transformer.data.pipeline import truncate_with_end_id
 from keras_transformer.data.tokenizer import END_ID, START_ID
-from keras_transformer.decoding.beam_search import check_scoring
 from keras_transformer.decoding.model_decoding import decode, token_log_probabilities
+from keras_transformer.scorings import check_scoring
 
 TEXT = tf.TensorSpec([None], tf.string, name="text")
 BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
@@ -50,7 +50,7 @@ class Translator(tf.Module):
             `model.config.max_length`.
         scoring: how beam search scores and stops in every method, "gnmt"
             or "transformers" (Hugging Face's `generate`, e.g. for an
-            imported Marian model; see `beam_search.SCORINGS`).
+            imported Marian model; see `keras_transformer.scorings`).
     """
 
     def __init__(

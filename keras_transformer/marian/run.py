@@ -5,7 +5,7 @@ import os
 from keras_transformer.marian import checkpoint, vocabulary
 
 # generation_config.json's defaults where it sets none (transformers').
-_GENERATION_DEFAULTS = {"num_beams": 1}
+_GENERATION_DEFAULTS = {"num_beams": 1, "length_penalty": 1.0}
 
 
 def load_marian(hf_dir):
@@ -20,7 +20,8 @@ def load_marian(hf_dir):
     Returns:
         `(model, tokenizer, generation)`: a `Transformer` computing Marian's
         logits in our ids, a `MarianTokenizer`, and the generation settings
-        {"num_beams": ...} (generation_config.json's, else config.json's).
+        {"num_beams": ..., "length_penalty": ...} (generation_config.json's,
+        else config.json's, else transformers' defaults).
 
     Raises:
         FileNotFoundError: a file is missing (named).
@@ -72,11 +73,11 @@ def import_marian(hf_dir, output_dir):
     The folder has what a finished `keras-transformer train` run has for
     the other commands (`export`, `translate`, `evaluate`, `attention`,
     `train --init-from`): job.json (the default recipe, with the model's
-    architecture and the checkpoint's beam size (generation_config.json's
-    `num_beams`); beam search keeps its GNMT length penalty, see
-    docs/experiments.md), model_config.json, tokenizer.model (the
-    Marian tokenizer's files, zipped) and model.keras. Everything is read
-    and checked before anything is written.
+    architecture and the checkpoint's beam search: generation_config.json's
+    `num_beams` and `length_penalty` as the beam size and alpha, scored as
+    transformers scores it, `scoring="transformers"`), model_config.json,
+    tokenizer.model (the Marian tokenizer's files, zipped) and model.keras.
+    Everything is read and checked before anything is written.
 
     Returns:
         The `RunDirectory`.
@@ -98,7 +99,11 @@ def import_marian(hf_dir, output_dir):
         {
             "data": {"vocab_size": tokenizer.vocab_size},
             "model": model_section(model.config, ModelSection()).to_dict(),
-            "evaluation": {"beam_size": generation["num_beams"]},
+            "evaluation": {
+                "beam_size": generation["num_beams"],
+                "alpha": generation["length_penalty"],
+                "scoring": "transformers",
+            },
             "output": {"output_dir": os.fspath(output_dir)},
         }
     )

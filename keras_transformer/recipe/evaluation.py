@@ -110,7 +110,13 @@ def evaluate_run(
         evaluation.average_last if last is None else last,
         resolve_precision(config.runtime.precision),
     )
-    translator = Translator(model, load_tokenizer(run.tokenizer), beam_size, alpha)
+    translator = Translator(
+        model,
+        load_tokenizer(run.tokenizer),
+        beam_size,
+        alpha,
+        scoring=evaluation.scoring,
+    )
     signature = translator.greedy if beam_size == 1 else translator.translate
     scores, _ = score(
         signature,

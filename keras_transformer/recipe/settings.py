@@ -3,6 +3,7 @@ settings, and what every section's fields share: `setting`, the checks."""
 
 import dataclasses
 
+from keras_transformer.scorings import SCORINGS, check_scoring
 from keras_transformer.training.distribution import (
     JIT_COMPILE,
     STRATEGIES,
@@ -149,6 +150,8 @@ class EvaluationSection:
     `beam_size` and `alpha` are the recipe's decoding defaults: `export`,
     `average`, `evaluate` and `translate` fall back to them through
     `decoding_settings` when neither the command nor a run or export says.
+    `scoring` is how the run's beam search scores and stops: the test
+    score, `evaluate` and the exports of the run search with it.
     """
 
     average_last: int = setting(
@@ -158,6 +161,12 @@ class EvaluationSection:
     )
     beam_size: int = setting(4, "beams for the test score and the export")
     alpha: float = setting(1.0, "length-penalty exponent of beam search")
+    scoring: str = setting(
+        "gnmt",
+        "how beam search scores and stops: gnmt (the paper's length penalty) "
+        "or transformers (Hugging Face's, for imported OPUS-MT models)",
+        choices=SCORINGS,
+    )
     bleu_sample: int | str = setting(
         100,
         "validation sentences scored (greedy) after each epoch: N, 0 for none, or all",
@@ -182,6 +191,7 @@ class EvaluationSection:
                 f"{self.export_weights!r}."
             )
         check_at_least("beam_size", self.beam_size, 1)
+        check_scoring(self.scoring)
         check_at_least("samples", self.samples, 0)
         check_sample("bleu_sample", self.bleu_sample, 0)
         check_sample("test_sample", self.test_sample, 1)

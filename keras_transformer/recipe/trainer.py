@@ -226,7 +226,11 @@ def train(plan, config, data, folders, strategy, changed, log, source=None):
         )
     evaluation = config.evaluation
     translator = Translator(
-        model, data.tokenizer, evaluation.beam_size, evaluation.alpha
+        model,
+        data.tokenizer,
+        evaluation.beam_size,
+        evaluation.alpha,
+        scoring=evaluation.scoring,
     )
     saver, chosen = callbacks(
         checkpoints, translator, data, config, folders.run, plan.total_steps - step, log

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.decoding import beam_search, greedy_decode, length_penalty
-from keras_transformer.decoding.beam_search import SCORINGS
+from keras_transformer.scorings import SCORINGS
 from tests.decoding.tables import (
     END,
     HAND_TABLE,

@@ -34,8 +34,10 @@ def run_cli(capsys, *argv):
 def test_imported_run_exports_and_translates_as_transformers(tmp_path, capsys):
     run_dir = tmp_path / "run"
     assert run_cli(capsys, "import-marian", VARIANT, "--output-dir", run_dir)[0] == 0
-    run = RunDirectory(run_dir)
-    assert run.read_config().evaluation.beam_size == 4  # generation_config's
+    evaluation = RunDirectory(run_dir).read_config().evaluation
+    # generation_config's beams and length penalty, searched as transformers
+    assert (evaluation.beam_size, evaluation.alpha) == (4, 1.0)
+    assert evaluation.scoring == "transformers"
     export = tmp_path / "export" / "opus"
     status, out, err = run_cli(
         capsys, "export", run_dir, "--format", "saved_model", "--output", export
@@ -47,6 +49,9 @@ def test_imported_run_exports_and_translates_as_transformers(tmp_path, capsys):
     )
     assert status == 0, err
     check_strings(out.split("\n")[: len(sources)], reference(), "greedy")
+    status, out, err = run_cli(capsys, "translate", export / "1", *sources)
+    assert status == 0, err  # the export's own beam search, as the run's
+    check_strings(out.split("\n")[: len(sources)], reference(), "beam4")
 
 
 @pytest.mark.parametrize(

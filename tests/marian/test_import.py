@@ -160,9 +160,11 @@ def test_beam_4_outputs_are_transformers_under_their_scoring():
 
 
 def check_strings(ours, reference, name):
-    """Our strings equal transformers' (a prefix of ours where it hit its
-    length limit, which ours, limited by the source length, may pass); an
-    empty source translates to "" by the translator's rule."""
+    """Our strings equal transformers' (for greedy, a prefix of ours where
+    it hit its length limit, which ours, limited by the source length, may
+    pass; beam search with a larger limit may choose another hypothesis
+    there, so those are not compared); an empty source translates to "" by
+    the translator's rule."""
     limit = reference_limit(reference)
     for source, text, want, ids in zip(
         reference["sources"],
@@ -174,7 +176,8 @@ def check_strings(ours, reference, name):
         if not source.strip():
             assert text == ""
         elif len(ids) == limit:
-            assert text.startswith(want[: len(want) - 1]), (text, want)
+            if name == "greedy":
+                assert text.startswith(want[: len(want) - 1]), (text, want)
         else:
             assert text == want
 
