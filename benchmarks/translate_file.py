@@ -88,12 +88,52 @@ def cli(tree, *arguments, stdout=subprocess.DEVNULL):
     return wall, cpu
 
 
+def run_for_older_trees(run_dir, folder):
+    """A copy of the run folder without the model-config fields that hold
+    their defaults, which a tree older than the field cannot read (it then
+    builds the same model from its own defaults)."""
+    import dataclasses
+    import shutil
+    import zipfile
+
+    from keras_transformer.models import TransformerConfig
+
+    defaults = {
+        field.name: field.default
+        for field in dataclasses.fields(TransformerConfig)
+        if field.default is not dataclasses.MISSING
+    }
+
+    def trimmed(config):
+        return {
+            key: value
+            for key, value in config.items()
+            if key not in defaults or value != defaults[key]
+        }
+
+    copy = folder / "run_for_older_trees"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    config_file = copy / "model_config.json"
+    config_file.write_text(json.dumps(trimmed(json.loads(config_file.read_text()))))
+    with zipfile.ZipFile(run_dir / "model.keras") as source:
+        files = {name: source.read(name) for name in source.namelist()}
+    saved = json.loads(files["config.json"])
+    saved["config"]["config"] = trimmed(saved["config"]["config"])
+    files["config.json"] = json.dumps(saved).encode()
+    with zipfile.ZipFile(copy / "model.keras", "w") as target:
+        for name, data in files.items():
+            target.writestr(name, data)
+    return copy
+
+
 def export_all(run_dir, trees, folder, with_ctranslate2):
     """{row name: export path}: a SavedModel per tree, and CTranslate2's."""
     exports = {}
+    older = run_for_older_trees(run_dir, folder)
     for name, tree in trees.items():
         output = folder / f"saved_model_{name}"
-        cli(tree, "export", str(run_dir), "--format", "saved_model", "-o", str(output))
+        run = run_dir if name == "new" else older
+        cli(tree, "export", str(run), "--format", "saved_model", "-o", str(output))
         exports[name] = str(output / "1")
     if with_ctranslate2:
         output = folder / "ctranslate2"
