@@ -45,6 +45,8 @@ them alike. `ratios` divides ours by the matching keras-hub variant and
 """
 
 import argparse
+import functools
+import inspect
 import os
 import tempfile
 import time
@@ -122,7 +124,7 @@ class SignatureDecoder(tf.Module):
 def ours_variants(model, beam_size, new_tokens, saved_model_dir=None, decode_fn=decode):
     """Our decoding as named callables of int32 source ids (B, S)."""
 
-    def run(ids):
+    def run(ids, **xla):
         output_ids, _ = decode_fn(
             model,
             ids,
@@ -131,13 +133,20 @@ def ours_variants(model, beam_size, new_tokens, saved_model_dir=None, decode_fn=
             beam_size=beam_size,
             extra_length=new_tokens,
             max_length=new_tokens,
+            **xla,
         )
         return output_ids[:, 0]  # (B, N)
+
+    # XLA compiles fixed shapes: caches as fixed buffers (a baseline tree
+    # older than `fixed_cache` has only those)
+    xla = {"fixed_cache": True}
+    if "fixed_cache" not in inspect.signature(decode_fn).parameters:
+        xla = {}
 
     signature = SignatureDecoder(model, beam_size, new_tokens, decode_fn)
     variants = {
         "ours_tf_function": tf.function(run),
-        "ours_xla": tf.function(run, jit_compile=True),
+        "ours_xla": tf.function(functools.partial(run, **xla), jit_compile=True),
         "ours_signature": lambda ids: signature.translate_ids(ids)["ids"],
     }
     if saved_model_dir is not None:

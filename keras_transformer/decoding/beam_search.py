@@ -15,6 +15,7 @@ from keras_transformer.decoding.greedy import (
     check_positive_int,
     keep_static_shapes,
     log_probabilities,
+    loop_shapes,
     sequence_limits,
     write_column,
 )
@@ -178,6 +179,7 @@ def beam_search(
     pad_id=0,
     max_lengths=None,
     scoring="gnmt",
+    cache_shapes=None,
 ):
     """Beam search with the GNMT length penalty over a step function.
 
@@ -221,6 +223,8 @@ def beam_search(
             Face transformers' `generate(num_beams=K, length_penalty=alpha)`:
             log p / n ** alpha, K finished slots and their stopping
             heuristic, the end token forced at the limit (`scorings`).
+        cache_shapes: for a cache whose shapes change from step to step,
+            as in `greedy_decode` (axis 0, the rows, is beam search's own).
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated
@@ -271,7 +275,7 @@ def beam_search(
     done = tf.zeros([batch_size], tf.bool)  # (B,)
 
     def step(*state):
-        return keep_static_shapes(beam_step(*state), state)
+        return keep_static_shapes(beam_step(*state), shapes)
 
     def beam_step(
         index, alive_ids, alive_log_probs, cache, finished_ids, finished_scores, done
@@ -330,7 +334,12 @@ def beam_search(
         finished_scores,
         done,
     )
+    shapes = loop_shapes(loop_vars, 3, cache_shapes)
     *_, finished_ids, finished_scores, _ = tf.while_loop(
-        not_done, step, loop_vars, maximum_iterations=max_length
+        not_done,
+        step,
+        loop_vars,
+        shape_invariants=shapes,
+        maximum_iterations=max_length,
     )
     return finished_ids[:, :num_results, 1:], finished_scores[:, :num_results]

@@ -84,25 +84,47 @@ def write_column(ids, index, tokens):
     return tf.where(columns == index, tokens[..., None], ids)  # (..., L)
 
 
-def keep_static_shapes(new, old):
-    """`new` with the static shapes of `old`, for `tf.while_loop` variables.
+def keep_static_shapes(new, shapes):
+    """`new` with the static shapes `shapes`, for `tf.while_loop` variables.
 
     Some ops (a gather, a user's step function) forget static sizes that
     the loop variables entered with, which `tf.while_loop` rejects.
 
     Args:
         new: a nest of tensors, the loop variables after one step.
-        old: the same nest before the step.
+        shapes: the same nest of `tf.TensorShape`s (`loop_shapes`).
 
     Returns:
-        `new`, each leaf checked against and shaped like its `old` leaf.
+        `new`, each leaf checked against and shaped like its shape.
 
     Example:
 
-    >>> keep_static_shapes((tf.zeros((2, 3)),), (tf.ones((2, 3)),))[0].shape
+    >>> keep_static_shapes((tf.zeros((2, 3)),), (tf.TensorShape([2, 3]),))[0].shape
     TensorShape([2, 3])
     """
-    return tf.nest.map_structure(lambda n, o: tf.ensure_shape(n, o.shape), new, old)
+    return tf.nest.map_structure(tf.ensure_shape, new, shapes)
+
+
+def loop_shapes(loop_vars, cache_position, cache_shapes=None):
+    """The shapes `tf.while_loop` keeps its variables to: each leaf's own,
+    but the cache's leaves (`loop_vars[cache_position]`) keep `cache_shapes`
+    past their axis 0 where given (None where a step changes a size, as in
+    a cache that grows).
+
+    Example:
+
+    >>> loop_shapes((tf.zeros([2]), tf.zeros([4, 0])), 1, tf.TensorShape([2, None]))
+    (TensorShape([2]), TensorShape([4, None]))
+    """
+    shapes = tf.nest.map_structure(lambda x: x.shape, loop_vars)
+    if cache_shapes is None:
+        return shapes
+    cache = tf.nest.map_structure(
+        lambda x, shape: x.shape[:1].concatenate(tf.TensorShape(shape)[1:]),
+        loop_vars[cache_position],
+        cache_shapes,
+    )
+    return (*shapes[:cache_position], cache, *shapes[cache_position + 1 :])
 
 
 def log_probabilities(logits):
@@ -145,6 +167,7 @@ def greedy_decode(
     pad_id=0,
     max_lengths=None,
     choose=most_likely,
+    cache_shapes=None,
 ):
     """Greedy decoding: the most likely token (or `choose`'s) at every step.
 
@@ -172,6 +195,11 @@ def greedy_decode(
         choose: `choose(logits) -> (tokens, log_probs)`, the token of each
             row of (B, V) logits and its log-probability, int32 (B,) and
             float32 (B,); the most likely by default, a draw for sampling.
+        cache_shapes: for a cache whose shapes change from step to step
+            (one that grows), a nest of `tf.TensorShape`s like `cache` with
+            None for the sizes that change (axis 0 is the rows, kept);
+            by default every leaf keeps the shape it starts with, as XLA
+            needs.
 
     Returns:
         `(ids, scores)`: int32 (B, max_length), the generated tokens without
@@ -200,7 +228,7 @@ def greedy_decode(
     ids = write_column(ids, 0, start_ids)  # (B, L + 1)
 
     def step(*state):
-        return keep_static_shapes(greedy_step(*state), state)
+        return keep_static_shapes(greedy_step(*state), shapes)
 
     def greedy_step(index, ids, cache, finished, scores):
         logits, cache = next_fn(ids, cache, index)  # (B, V)
@@ -221,7 +249,12 @@ def greedy_decode(
         tf.zeros([batch_size], tf.bool),
         tf.zeros([batch_size], tf.float32),
     )
+    shapes = loop_shapes(loop_vars, 2, cache_shapes)
     _, ids, _, _, scores = tf.while_loop(
-        not_done, step, loop_vars, maximum_iterations=max_length
+        not_done,
+        step,
+        loop_vars,
+        shape_invariants=shapes,
+        maximum_iterations=max_length,
     )
     return ids[:, 1:], scores

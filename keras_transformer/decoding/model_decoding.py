@@ -12,7 +12,7 @@ from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
 from keras_transformer.decoding.hub_sampling import sample
 
 
-def make_next_fn(model, cache):
+def make_next_fn(model, cache, grow_cache=False):
     """The step function of `model` for `greedy_decode` and `beam_search`.
 
     The cache from `model.init_cache` splits in two. The self-attention
@@ -25,6 +25,9 @@ def make_next_fn(model, cache):
     Args:
         model: a `keras_transformer.Transformer`.
         cache: from `model.init_cache`.
+        grow_cache: whether the self-attention caches grow a position a
+            step (`init_cache(max_length=None)`) rather than being buffers
+            written in place.
 
     Returns:
         `(next_fn, state)`: `next_fn(ids, state, index) -> (logits, state)`
@@ -48,7 +51,7 @@ def make_next_fn(model, cache):
     def next_fn(ids, state, index):
         tokens = tf.gather(ids, [index], axis=1)  # (B', 1)
         logits, cache = model.decode_step(
-            tokens, {**context, "self_attention": state}, index
+            tokens, {**context, "self_attention": state}, index, grow_cache
         )  # (B', 1, V)
         return logits[:, 0], cache["self_attention"]  # (B', V)
 
@@ -90,6 +93,7 @@ def decode(
     max_length=None,
     sampler=None,
     scoring="gnmt",
+    fixed_cache=False,
 ):
     """Decodes `encoder_inputs` with `model`: greedy if `beam_size` is 1.
 
@@ -100,9 +104,12 @@ def decode(
     by `max_length`; the output length is the largest of these limits in
     the batch, so each example decodes as it would alone. Works eagerly and
     inside a `tf.function`, e.g. with input signature
-    `tf.TensorSpec([None, None], tf.int32)`, where it traces once, and with
-    `jit_compile=True` (XLA bounds the data-dependent length by
-    `max_length`).
+    `tf.TensorSpec([None, None], tf.int32)`, where it traces once. The
+    self-attention caches grow a position a step, so no step copies them
+    whole or attends over positions not yet written; under XLA
+    (`tf.function(jit_compile=True)`, TPUs), which compiles fixed shapes
+    only, pass `fixed_cache=True` (XLA then bounds the data-dependent
+    length by `max_length`).
 
     Args:
         model: a `keras_transformer.Transformer`.
@@ -124,6 +131,11 @@ def decode(
             tokens, from a teacher-forced pass.
         scoring: how beam search scores and stops, "gnmt" or "transformers"
             (`scorings.SCORINGS`; unused when greedy).
+        fixed_cache: self-attention caches as buffers of the batch's
+            longest limit, written in place: the fixed shapes that XLA
+            needs (always so with a `sampler`, whose keras-hub loops keep
+            shapes). Slower without XLA: each step copies every buffer
+            (docs/experiments.md, "Caches that grow").
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
@@ -162,8 +174,11 @@ def decode(
     limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
     buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
     encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
-    cache = model.init_cache(encoder_outputs, encoder_padding_mask, buffer_length)
-    next_fn, state = make_next_fn(model, cache)
+    grow = not fixed_cache and sampler is None
+    cache = model.init_cache(
+        encoder_outputs, encoder_padding_mask, None if grow else buffer_length
+    )
+    next_fn, state = make_next_fn(model, cache, grow_cache=grow)
     start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
     arguments = dict(
         next_fn=next_fn,
@@ -179,6 +194,10 @@ def decode(
             model, ids, encoder_outputs, encoder_padding_mask, start_id
         )  # (B,)
         return ids[:, None], scores[:, None]
+    if grow:  # (B, h, L, d) caches whose L changes
+        arguments["cache_shapes"] = tf.nest.map_structure(
+            lambda x: tf.TensorShape([None, x.shape[1], None, x.shape[3]]), state
+        )
     if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
         ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
         return ids[:, None], scores[:, None]

@@ -45,6 +45,9 @@ class DecoderBlock(TransformerBlock):
             the encoder; it may have one row per item for K rows of `decoder_sequence`
             per item (beam search, see `MultiHeadAttention`).
         cache_index: position of the first token of `decoder_sequence`.
+        grow_cache: append to a `self_attention_cache` of `cache_index`
+            positions instead of writing into a fixed buffer (see
+            `MultiHeadAttention`).
         return_attention_scores: also return the (B, h, T, S)
             cross-attention probabilities.
         training: whether dropout is active.
@@ -100,6 +103,7 @@ class DecoderBlock(TransformerBlock):
         self_attention_cache=None,
         cross_attention_cache=None,
         cache_index=None,
+        grow_cache=False,
         return_attention_scores=False,
         training=None,
     ):
@@ -116,6 +120,7 @@ class DecoderBlock(TransformerBlock):
             use_causal_mask=use_causal_mask,
             cache=self_attention_cache,
             cache_index=cache_index,
+            grow_cache=grow_cache,
             training=training,
         )
         if self_attention_cache is not None:

@@ -63,7 +63,11 @@ class MultiHeadAttention(keras.layers.Layer):
     - self-attention: pass `cache` and `cache_index`; the keys and values of
       the new query tokens are written at `cache_index` and the queries attend
       over the whole cache (combine with `use_causal_mask=True` so positions
-      not yet written stay invisible). The updated cache is returned.
+      not yet written stay invisible). The updated cache is returned. With
+      `grow_cache=True` the cache holds only the `cache_index` positions
+      written so far, and the new keys and values are appended to it: no
+      step copies or attends over unwritten positions, but the cache's
+      length changes, which XLA cannot compile (use fixed buffers there).
     - cross-attention: build the cache once with `compute_cache(value)` and
       pass it without `cache_index`; keys and values are not recomputed. The
       cache may have one row per source item while `query` has K rows per
@@ -94,6 +98,9 @@ class MultiHeadAttention(keras.layers.Layer):
         cache: `(keys, values)`, (B, h, L, key_dim) and
             (B, h, L, value_dim).
         cache_index: where to write the new keys/values in `cache`.
+        grow_cache: with `cache_index`, append the new keys and values to a
+            cache of `cache_index` positions instead of writing them into a
+            fixed buffer.
         return_attention_scores: also return the (B, h, T, S) probabilities.
         training: whether dropout is active.
 
@@ -220,6 +227,7 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask=False,
         cache=None,
         cache_index=None,
+        grow_cache=False,
         return_attention_scores=False,
         training=None,
     ):
@@ -234,7 +242,14 @@ class MultiHeadAttention(keras.layers.Layer):
                 query, ops.shape(cache[0])[0], -1
             )  # (B, T', h, K), T' = B' / B * T
         else:  # self-attention: write the new keys and values first
-            cache = write_positions(cache, self.compute_cache(value, key), cache_index)
+            new = self.compute_cache(value, key)  # (B, h, T, K|V)
+            if grow_cache:
+                cache = tuple(
+                    ops.concatenate(pair, axis=2)
+                    for pair in zip(cache, new, strict=True)
+                )  # (B, h, cache_index + T, K|V)
+            else:
+                cache = write_positions(cache, new, cache_index)
             queries = self._scaled_queries(query)  # (B, T, h, K)
             query_offset = cache_index
         mask = merge_masks(

@@ -194,7 +194,10 @@ class Transformer(keras.Model):
         Args:
             encoder_outputs: (B, S, d_model) from `encode`.
             encoder_padding_mask: (B, S) from `encode`.
-            max_length: int, the most target tokens the cache can hold.
+            max_length: int, the most target tokens the cache can hold:
+                self-attention caches are buffers of that length, written
+                in place (`decode_step(grow_cache=False)`); None for caches
+                of length 0 that each step extends (`grow_cache=True`).
 
         Returns:
             A dict; each layer's caches are `(keys, values)` pairs.
@@ -202,7 +205,12 @@ class Transformer(keras.Model):
         batch = ops.shape(encoder_outputs)[0]
         head_dim = self.config.d_model // self.config.num_heads
         empty = ops.zeros(
-            (batch, self.config.num_heads, max_length, head_dim),
+            (
+                batch,
+                self.config.num_heads,
+                0 if max_length is None else max_length,
+                head_dim,
+            ),
             dtype=self.compute_dtype,
         )  # (B, h, L, D / h)
         cache = {
@@ -217,7 +225,7 @@ class Transformer(keras.Model):
             cache["output_kernel"] = self.target_embedding.projection_kernel()
         return cache
 
-    def decode_step(self, token_ids, cache, index):
+    def decode_step(self, token_ids, cache, index, grow_cache=False):
         """Decodes `token_ids` at positions `index, index + 1, ...` with a cache.
 
         Each call costs only the new tokens: their keys and values are
@@ -228,6 +236,9 @@ class Transformer(keras.Model):
                 the per-item part of the cache kept at B rows.
             cache: from `init_cache` or a previous `decode_step`.
             index: int or scalar tensor, position of `token_ids[:, 0]`.
+            grow_cache: the self-attention caches hold the `index`
+                positions before it (`init_cache(max_length=None)`) and grow
+                by t, instead of being written in place.
 
         Returns:
             `(logits, cache)`: float32 (B', t, vocab_size) and the updated
@@ -247,6 +258,7 @@ class Transformer(keras.Model):
                 self_attention_cache=self_cache,
                 cross_attention_cache=cross_cache,
                 cache_index=index,
+                grow_cache=grow_cache,
             )
             self_attention_caches.append(self_cache)
         cache = {**cache, "self_attention": tuple(self_attention_caches)}

@@ -116,15 +116,31 @@ def test_traces_once_for_different_batch_sizes_and_lengths(model, end_id, beam_s
 
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_jit_compile_gives_the_same_ids(model, end_id, beam_size):
-    def translate(sources):
+    def translate(sources, fixed_cache):
         return decode(
-            model, sources, end_id=end_id, beam_size=beam_size, extra_length=3
+            model,
+            sources,
+            end_id=end_id,
+            beam_size=beam_size,
+            extra_length=3,
+            fixed_cache=fixed_cache,
         )
 
-    ids, scores = tf.function(translate)(SOURCES)
-    jit_ids, jit_scores = tf.function(translate, jit_compile=True)(SOURCES)
+    ids, scores = tf.function(translate)(SOURCES, False)  # caches that grow
+    jit_ids, jit_scores = tf.function(translate, jit_compile=True)(SOURCES, True)
     np.testing.assert_array_equal(jit_ids, ids)
     np.testing.assert_allclose(jit_scores, scores, atol=1e-4)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_caches_that_grow_decode_as_fixed_buffers(model, end_id, beam_size):
+    arguments = dict(end_id=end_id, beam_size=beam_size, num_results=beam_size)
+    ids, scores = decode(model, SOURCES, extra_length=5, **arguments)
+    fixed_ids, fixed_scores = decode(
+        model, SOURCES, extra_length=5, fixed_cache=True, **arguments
+    )
+    np.testing.assert_array_equal(ids, fixed_ids)
+    np.testing.assert_allclose(scores, fixed_scores, atol=1e-5)
 
 
 @pytest.mark.parametrize(

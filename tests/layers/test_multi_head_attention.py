@@ -132,17 +132,48 @@ def test_future_keys_do_not_change_past_outputs():
     )
 
 
-def test_self_attention_cache_equals_full_causal_pass():
+@pytest.mark.parametrize("grow_cache", [False, True])
+def test_self_attention_cache_equals_full_causal_pass(grow_cache):
     layer = MultiHeadAttention(4, 4)
     full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
-    empty = np.zeros((2, 4, 8, 4), "float32")  # room for more than 5 tokens
+    # a buffer with room for more than 5 tokens, or an empty cache that grows
+    empty = np.zeros((2, 4, 0 if grow_cache else 8, 4), "float32")
     cache = (empty, empty)
     for t in range(5):
         step = QUERY[:, t : t + 1]
         output, cache = layer(
-            step, step, use_causal_mask=True, cache=cache, cache_index=t
+            step,
+            step,
+            use_causal_mask=True,
+            cache=cache,
+            cache_index=t,
+            grow_cache=grow_cache,
         )
         np.testing.assert_allclose(output[:, 0], full[:, t], atol=1e-5)
+        assert cache[0].shape[2] == (t + 1 if grow_cache else 8)
+
+
+def test_a_growing_cache_takes_several_tokens_a_step():
+    layer = MultiHeadAttention(4, 4)
+    full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
+    empty = np.zeros((2, 4, 0, 4), "float32")
+    first, cache = layer(
+        QUERY[:, :2],
+        QUERY[:, :2],
+        use_causal_mask=True,
+        cache=(empty, empty),
+        cache_index=0,
+        grow_cache=True,
+    )
+    rest, cache = layer(
+        QUERY[:, 2:],
+        QUERY[:, 2:],
+        use_causal_mask=True,
+        cache=cache,
+        cache_index=2,
+        grow_cache=True,
+    )
+    np.testing.assert_allclose(np.concatenate([first, rest], 1), full, atol=1e-5)
 
 
 def test_cross_attention_cache_equals_direct_call():

@@ -90,15 +90,18 @@ def test_batch_items_with_different_lengths_equal_one_by_one():
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
-def test_cached_decoding_equals_the_teacher_forced_pass(norm_first):
+@pytest.mark.parametrize("max_length", [10, None])  # a buffer, a cache that grows
+def test_cached_decoding_equals_the_teacher_forced_pass(norm_first, max_length):
     model = tiny_model(norm_first=norm_first)
     source = SOURCE.copy()
     source[1, 5:] = 0
     full = logits(model, source, TARGET)
     encoder_outputs, encoder_padding_mask = model.encode(source)
-    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
+    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length)
     for t in range(TARGET.shape[1]):
-        step_logits, cache = model.decode_step(TARGET[:, t : t + 1], cache, t)
+        step_logits, cache = model.decode_step(
+            TARGET[:, t : t + 1], cache, t, grow_cache=max_length is None
+        )
         np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
 
 
