@@ -114,7 +114,9 @@ def run_for_older_trees(run_dir, folder):
     copy = folder / "run_for_older_trees"
     shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
     config_file = copy / "model_config.json"
-    config_file.write_text(json.dumps(trimmed(json.loads(config_file.read_text()))))
+    if config_file.exists():
+        config = trimmed(json.loads(config_file.read_text()))
+        config_file.write_text(json.dumps(config))
     with zipfile.ZipFile(run_dir / "model.keras") as source:
         files = {name: source.read(name) for name in source.namelist()}
     saved = json.loads(files["config.json"])
