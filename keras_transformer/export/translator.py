@@ -11,6 +11,8 @@ from keras_transformer.scorings import check_scoring
 TEXT = tf.TensorSpec([None], tf.string, name="text")
 BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
 ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
+IDS = tf.TensorSpec([None, None], tf.int32, name="ids")
+NUM_RESULTS = tf.TensorSpec([], tf.int32, name="num_results")
 MAX_BEAM_SIZE = 64
 MIN_TEMPERATURE = 1e-3
 
@@ -111,8 +113,17 @@ class Translator(tf.Module):
             scoring=self.scoring,
         )
 
+    @tf.function(input_signature=[IDS, BEAM_SIZE, ALPHA, NUM_RESULTS])
+    def _beam_search(self, source_ids, beam_size, alpha, num_results):
+        """The beam search that every beam-searching method calls: traced
+        once, an export holds (and a load imports) one copy of its loop."""
+        return self._search(source_ids, beam_size, alpha, num_results)
+
     def _decode(self, source_ids, beam_size, alpha):
-        ids, scores = self._search(source_ids, beam_size, alpha)
+        if isinstance(beam_size, int) and beam_size == 1:
+            ids, scores = self._search(source_ids, 1, alpha)  # greedy
+        else:
+            ids, scores = self._beam_search(source_ids, beam_size, alpha, 1)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
 
     def _draw(self, source_ids, kind, temperature, **setting):
@@ -181,8 +192,8 @@ class Translator(tf.Module):
         """
         beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
         source_ids = self.source_ids(text)  # (B, S)
-        ids, scores = self._search(
-            source_ids, beam_size, tf.maximum(alpha, 0.0), num_results=beam_size
+        ids, scores = self._beam_search(
+            source_ids, beam_size, tf.maximum(alpha, 0.0), beam_size
         )  # (B, K, L), (B, K)
         shape = tf.shape(ids)
         flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # (B * K, L)
@@ -278,7 +289,7 @@ class Translator(tf.Module):
             "per_token": scores / tf.cast(tokens, tf.float32),
         }
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")])
+    @tf.function(input_signature=[IDS])
     def translate_ids(self, ids):
         """Token ids in (B, S), 0 for padding -> beam-search ids out (B, L).
 

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_transformer.export import export_translator
 
@@ -279,3 +280,27 @@ def test_saved_model_uses_only_registered_ops(exported, tmp_path):
     assert result["must_compile"] == []
     # Xla* ops (e.g. XlaDynamicUpdateSlice) compile on demand: Serving needs XLA.
     assert [op for op in result["core"] if op.startswith("Xla")] == []
+
+
+def test_the_beam_searching_signatures_share_one_traced_search(exported):
+    """`translate`, `beam`, `nbest`, `ids` and `attention` call one traced
+    beam search, so the export holds (and a load imports) its loop once."""
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(exported, "saved_model.pb"), "rb") as file:
+        saved.ParseFromString(file.read())
+    functions = {
+        function.signature.name: {node.op for node in function.node_def}
+        for function in saved.meta_graphs[0].graph_def.library.function
+    }
+    searches = [
+        name for name in functions if name.startswith("__inference__beam_search_")
+    ]
+    assert len(searches) == 1
+    callers = ("translate", "beam", "nbest", "translate_ids", "attention")
+    for caller in callers:
+        (ops,) = [
+            ops
+            for name, ops in functions.items()
+            if name.rsplit("_", 1)[0] == f"__inference_{caller}"
+        ]
+        assert not ops & {"While", "StatelessWhile"}, caller
