@@ -112,6 +112,7 @@ def environment(threads=None):
         "cpu_count": os.cpu_count(),
         "threads": threads or "default",
         "load_average_1m": round(os.getloadavg()[0], 2),
+        "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
         "devices": keras.distribution.list_devices(),
     }
 

@@ -11,7 +11,8 @@ and threads. Every column makes the same number of tokens a source:
 the source's length + `--new-tokens`, our Translator's limit
 (`extra_length`); transformers and CTranslate2 are held to it by a minimum
 and a maximum, ours reaches it because the random model rarely picks the
-end token (each counts the tokens it made). Prints JSON.
+end token (each counts the tokens it made). Each column is the median of
+`--repeats` timed calls after a warm-up call. Prints JSON.
 
 With `--ctranslate2` (ctranslate2 installed in both Pythons; CI needs
 neither), two more columns, beam search on the same pieces and threads:
@@ -51,12 +52,13 @@ SOURCE_LENGTH = 20
 REFERENCE = r"""
 import json, os, shutil, sys, time
 import torch
-{TIME_CTRANSLATE2}
+{HELPERS}
 from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
-folder, fixture, vocab_size, threads, beams, new_tokens, batches, ct2 = sys.argv[1:]
-vocab_size, threads, beams, new_tokens = map(
-    int, (vocab_size, threads, beams, new_tokens))
+folder, fixture, vocab_size, threads, beams, new_tokens, batches, ct2, repeats = (
+    sys.argv[1:])
+vocab_size, threads, beams, new_tokens, repeats = map(
+    int, (vocab_size, threads, beams, new_tokens, repeats))
 torch.set_num_threads(threads)
 pieces = list(json.load(open(os.path.join(fixture, "vocab.json"))))[:-1]
 pieces += [f"\u2581x{i}" for i in range(vocab_size - 1 - len(pieces))] + ["<pad>"]
@@ -81,10 +83,9 @@ for batch in json.loads(batches):
     ids = torch.tensor(batch)
     with torch.no_grad():
         model.generate(input_ids=ids[:1], num_beams=beams, max_new_tokens=2)
-        start = time.perf_counter()
-        out = model.generate(input_ids=ids, num_beams=beams,
-                             max_new_tokens=new_tokens, min_new_tokens=new_tokens)
-        seconds = time.perf_counter() - start
+        seconds, out = timed(lambda: model.generate(
+            input_ids=ids, num_beams=beams, max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens), repeats)
     tokens = int(((out[:, 1:] != pad) & (out[:, 1:] != 0)).sum()) + len(batch)
     results[str(len(batch))] = {"seconds": seconds, "tokens": tokens}
 report = {"torch": torch.__version__, "results": results}
@@ -100,26 +101,35 @@ if ct2 == "1":
     for batch in json.loads(batches):
         source = [[pieces[i] for i in row] for row in batch]
         report["results"][str(len(batch))]["ctranslate2"] = time_ctranslate2(
-            translator, source, beams, new_tokens)
+            translator, source, beams, new_tokens, repeats)
 print(json.dumps(report))
 
 """
 
 
-def time_ctranslate2(translator, source, beams, new_tokens):
-    """Seconds and tokens (counted as transformers' are: the pieces made, and
-    one a source) of beam search on `source`, token lists."""
-    import time
+def timed(call, repeats):
+    """The median seconds of `repeats` calls of `call()`, and its last result."""
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = call()
+        seconds.append(time.perf_counter() - start)
+    return sorted(seconds)[len(seconds) // 2], result
 
+
+def time_ctranslate2(translator, source, beams, new_tokens, repeats):
+    """Median seconds and tokens (counted as transformers' are: the pieces
+    made, and one a source) of beam search on `source`, token lists."""
     translator.translate_batch(source[:1], beam_size=beams, max_decoding_length=2)
-    start = time.perf_counter()
-    results = translator.translate_batch(
-        source,
-        beam_size=beams,
-        max_decoding_length=new_tokens,
-        min_decoding_length=new_tokens,
+    seconds, results = timed(
+        lambda: translator.translate_batch(
+            source,
+            beam_size=beams,
+            max_decoding_length=new_tokens,
+            min_decoding_length=new_tokens,
+        ),
+        repeats,
     )
-    seconds = time.perf_counter() - start
     tokens = sum(len(result.hypotheses[0]) + 1 for result in results)
     return {"seconds": seconds, "tokens": tokens}
 
@@ -151,9 +161,12 @@ def source_batches(sizes, seed=0):
     return batches
 
 
-def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=None):
-    """Seconds and tokens of our exported SavedModel's `ids` signature, and
-    with `ctranslate2_threads` of our CTranslate2 export on that many threads."""
+def ours(
+    folder, batches, beams, new_tokens, export_dir, repeats, ctranslate2_threads=None
+):
+    """Median seconds and tokens of our exported SavedModel's `ids` signature,
+    and with `ctranslate2_threads` of our CTranslate2 export on that many
+    threads."""
     import tensorflow as tf
 
     from keras_transformer.decoding import decode
@@ -174,9 +187,7 @@ def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=Non
     for batch in batches:
         ids = tf.constant(ours_of[np.array(batch)])
         signature(ids=ids[:1])
-        start = time.perf_counter()
-        out = signature(ids=ids)["ids"].numpy()
-        seconds = time.perf_counter() - start
+        seconds, out = timed(lambda ids=ids: signature(ids=ids)["ids"].numpy(), repeats)
         results[str(len(batch))] = {"seconds": seconds, "tokens": int((out != 0).sum())}
     greedy, _ = decode(
         model, ours_of[np.array(batches[-1])], beam_size=1, extra_length=new_tokens
@@ -194,7 +205,7 @@ def ours(folder, batches, beams, new_tokens, export_dir, ctranslate2_threads=Non
         for batch in batches:  # without the end token, which the export adds
             source = [[pieces[i] for i in row[:-1]] for row in ours_of[np.array(batch)]]
             results[str(len(batch))]["ctranslate2"] = time_ctranslate2(
-                ct2, source, beams, SOURCE_LENGTH + new_tokens
+                ct2, source, beams, SOURCE_LENGTH + new_tokens, repeats
             )
     return results
 
@@ -207,6 +218,9 @@ def main(argv=None):
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--ctranslate2", action="store_true")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed calls a column (the median)"
+    )
     args = parser.parse_args(argv)
     set_threads(args.threads)
     batches = source_batches(args.batch_sizes)
@@ -217,7 +231,8 @@ def main(argv=None):
                 args.hf_python,
                 "-c",
                 REFERENCE.replace(
-                    "{TIME_CTRANSLATE2}", inspect.getsource(time_ctranslate2)
+                    "{HELPERS}",
+                    inspect.getsource(timed) + inspect.getsource(time_ctranslate2),
                 ),
                 hf_dir,
                 FIXTURE,
@@ -227,6 +242,7 @@ def main(argv=None):
                 str(SOURCE_LENGTH + args.new_tokens),
                 json.dumps(batches),
                 str(int(args.ctranslate2)),
+                str(args.repeats),
             ],
             capture_output=True,
             text=True,
@@ -239,6 +255,7 @@ def main(argv=None):
             args.beam_size,
             args.new_tokens,
             os.path.join(folder, "export"),
+            args.repeats,
             args.threads if args.ctranslate2 else None,
         )
     greedy_share = greedy_identical_share(
@@ -274,6 +291,7 @@ def main(argv=None):
             "torch": reference["torch"],
             "ctranslate2": reference.get("ctranslate2"),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "repeats": args.repeats,
             "batches": rows,
             "greedy_identical_share": greedy_share,
             "environment": environment(args.threads),
