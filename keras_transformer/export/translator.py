@@ -120,7 +120,7 @@ class Translator(tf.Module):
         return self._search(source_ids, beam_size, alpha, num_results)
 
     def _decode(self, source_ids, beam_size, alpha):
-        if isinstance(beam_size, int) and beam_size == 1:
+        if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
             ids, scores = self._search(source_ids, 1, alpha)  # greedy
         else:
             ids, scores = self._beam_search(source_ids, beam_size, alpha, 1)
