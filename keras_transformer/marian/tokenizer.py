@@ -6,9 +6,14 @@ import os
 import zipfile
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from keras_transformer.data.tokenizer import END_ID, PAD_ID, START_ID, UNKNOWN_ID
+from keras_transformer.data.tokenizer import (
+    END_ID,
+    PAD_ID,
+    START_ID,
+    UNKNOWN_ID,
+    sentencepiece_tokenizer,
+)
 from keras_transformer.marian import checkpoint, vocabulary
 
 _SPACE = "\u2581"  # SentencePiece's word boundary
@@ -132,9 +137,7 @@ class _PieceTokenizer(tf.Module):
 
     def __init__(self, model, pieces):
         super().__init__()
-        self._sentencepiece = tf_text.SentencepieceTokenizer(
-            model=model, out_type=tf.string
-        )
+        self._sentencepiece = sentencepiece_tokenizer(model, out_type=tf.string)
         self._ids = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(pieces[1:]), tf.range(1, len(pieces), dtype=tf.int32)

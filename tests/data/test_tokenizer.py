@@ -76,6 +76,24 @@ def test_save_and_load(tokenizer, tmp_path):
         SubwordTokenizer.load(tmp_path / "missing.model")
 
 
+def test_a_tokenizer_made_before_seeding_still_tokenizes(tokenizer):
+    """`tf.random.set_seed` clears TensorFlow's eager kernel cache, which held
+    tensorflow-text's model resource; ours is named and survives it."""
+    import keras
+
+    texts = tf.constant(["Guten Morgen!", "Wie geht es dir?"])
+    traced = tf.function(tokenizer.tokenize)
+    before = tokenizer.tokenize(texts).to_list()
+    assert traced(texts).to_list() == before
+    keras.utils.set_random_seed(0)
+    assert tokenizer.tokenize(texts).to_list() == before  # eager
+    assert traced(texts).to_list() == before  # in a traced function
+    assert tokenizer.detokenize(tokenizer.tokenize(texts)).numpy().tolist() == [
+        b"Guten Morgen!",
+        b"Wie geht es dir?",
+    ]
+
+
 def test_training_is_deterministic():
     texts = [text for pair in load_ding_pairs()["train"][:1000] for text in pair]
     assert train_tokenizer(texts, 600).model == train_tokenizer(texts, 600).model
