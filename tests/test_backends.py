@@ -140,7 +140,8 @@ JAX_TESTS = (
 def test_layer_and_model_tests_pass_under_jax(tmp_path):
     """One pytest pass with KERAS_BACKEND=jax; tests marked `tensorflow` skip."""
     process = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *JAX_TESTS],
+        # One process: this test already holds one of the outer run's workers.
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", *JAX_TESTS],
         capture_output=True,
         text=True,
         timeout=SUBPROCESS_TIMEOUT,
