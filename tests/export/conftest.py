@@ -5,18 +5,23 @@ the same words reversed; each word is one SentencePiece piece ("▁a"), so the
 reversal is also a reversal of pieces, which the alignment tests rely on.
 """
 
+import os
+
+import filelock
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
-from keras_transformer.data import make_dataset, train_tokenizer
+import keras_transformer.models  # noqa: F401  (registers the model for loading)
+from keras_transformer.data import SubwordTokenizer, make_dataset, train_tokenizer
 from keras_transformer.export import Translator, export_translator
 
 LETTERS = "abcdefghijklmnop"
 MAX_LENGTH = 16
 LABEL_SMOOTHING = 0.1  # the paper's
+TRAIN_PAIRS = 10000
 
 
 def reversal_pairs(count, seed):
@@ -30,10 +35,7 @@ def reversal_pairs(count, seed):
 
 
 def train_reversal_translator():
-    train = reversal_pairs(10000, seed=0)
-    # The seed goes first: `tf.random.set_seed` (which `set_random_seed`
-    # calls) clears the eager kernel cache and with it the SentencePiece
-    # resource of every tokenizer created before.
+    train = reversal_pairs(TRAIN_PAIRS, seed=0)
     keras.utils.set_random_seed(0)
     tokenizer = train_tokenizer(
         [text for pair in train for text in pair], vocab_size=40, byte_fallback=False
@@ -43,7 +45,7 @@ def train_reversal_translator():
         f"▁{letter}".encode() for letter in LETTERS
     ]
     assert all(len(ids) == 1 for ids in pieces)
-    return reversal_translator(tokenizer, train), {source for source, _ in train}
+    return reversal_translator(tokenizer, train)
 
 
 def reversal_translator(tokenizer, train, epochs=10, warmup_steps=200, **overrides):
@@ -81,8 +83,27 @@ def reversal_translator(tokenizer, train, epochs=10, warmup_steps=200, **overrid
 
 
 @pytest.fixture(scope="session")
-def trained():
-    return train_reversal_translator()
+def trained(tmp_path_factory):
+    """(the translator, its training sources), trained once per test run.
+
+    Under pytest-xdist the first worker to ask trains and saves it in the
+    folder its workers share; the others wait for it and load it.
+    """
+    folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = folder.parent  # this run's, shared by its workers
+    folder = folder / "reversal_translator"
+    with filelock.FileLock(f"{folder}.lock"):
+        if folder.exists():
+            model = keras.saving.load_model(folder / "model.keras", compile=False)
+            tokenizer = SubwordTokenizer.load(folder / "tokenizer.model")
+            translator = Translator(model, tokenizer)
+        else:
+            translator = train_reversal_translator()
+            folder.mkdir()
+            translator.model.save(folder / "model.keras")
+            translator.tokenizer.save(folder / "tokenizer.model")
+    return translator, {source for source, _ in reversal_pairs(TRAIN_PAIRS, seed=0)}
 
 
 @pytest.fixture(scope="session")

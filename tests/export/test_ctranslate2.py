@@ -68,9 +68,7 @@ def in_process(translator, texts, beam_size, alpha):
 def variant(request, translator, tmp_path_factory):
     """A translator (the session's, or a variant) and its CTranslate2 export's path."""
     if request.param in VARIANTS:
-        # Keras draws initializer and dropout seeds from Python's generator;
-        # `keras.utils.set_random_seed` would also clear the SentencePiece
-        # resource of the session's tokenizer, shared here.
+        # Keras draws initializer and dropout seeds from Python's generator.
         random.seed(0)
         translator = reversal_translator(
             translator.tokenizer,
