@@ -12,7 +12,7 @@ from keras_transformer.recipe.model_section import ModelSection
 from keras_transformer.recipe.run import run
 from keras_transformer.recipe.run_directory import RunDirectory
 from keras_transformer.training.best_weights import BestWeights, read_record
-from tests.recipe.test_run import tiny_config
+from tests.recipe.tiny_runs import tiny_config
 
 
 def trained_weights(run_dir):
@@ -25,11 +25,11 @@ def trained_weights(run_dir):
 
 
 @pytest.mark.slow
-def test_a_fine_tuning_run_starts_from_its_source_with_its_vocabulary(tmp_path):
-    source = run(
-        tiny_config(tmp_path, evaluation={"average_last": 1}), log=lambda line: None
-    )
-    source_dir = RunDirectory(tmp_path / "run")
+def test_a_fine_tuning_run_starts_from_its_source_with_its_vocabulary(
+    tmp_path, finished_run
+):
+    source_run, source, _ = finished_run  # read, not changed
+    source_dir = RunDirectory(source_run.output.output_dir)
     logged = []
     tuned = run(
         tiny_config(

@@ -13,53 +13,21 @@ import tensorflow_text  # noqa: F401  (the exported tokenizer's ops)
 
 from keras_transformer.cli import main
 from keras_transformer.plots import attention_figure, read_history, sentence_attention
-from keras_transformer.recipe.config import RunConfig
 from keras_transformer.recipe.config_files import load_config
 from keras_transformer.recipe.evaluation import evaluate_run
 from keras_transformer.recipe.run import run
 from keras_transformer.recipe.run_directory import RunDirectory
 from keras_transformer.training import resolve_precision
+from tests.recipe.tiny_runs import copy_finished_run, tiny_config
 
 FIXTURE_RUN = os.path.join(os.path.dirname(__file__), "..", "fixtures", "run_v1")
 
 
-def tiny_config(tmp_path, **sections):
-    values = {
-        "data": {"vocab_size": 500},
-        "model": {
-            "preset": "tiny",
-            "max_length": 24,
-            "d_model": 32,
-            "d_ff": 64,
-            "num_heads": 2,
-        },
-        "training": {
-            "tokens_per_batch": 768,
-            "epochs": 1,
-            "steps_per_epoch": 6,
-            "checkpoint_every": 4,
-        },
-        "evaluation": {
-            "average_last": 2,
-            "beam_size": 2,
-            "bleu_sample": 8,
-            "test_sample": 16,
-            "samples": 1,
-        },
-        "output": {
-            "output_dir": str(tmp_path / "run"),
-            "export_dir": str(tmp_path / "saved_models"),
-        },
-    }
-    for name, fields in sections.items():
-        values[name] = {**values.get(name, {}), **fields}
-    return RunConfig.from_dict(values)
-
-
 @pytest.mark.slow
-def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys):
-    logged = []
-    results = run(tiny_config(tmp_path), log=logged.append)
+def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys, finished_run):
+    config, results, logged = finished_run
+    logged = list(logged)
+    copy_finished_run(finished_run, tmp_path)
     summary = "\n".join(logged)  # before training: data, vocabulary, length
     assert (
         "Data: 16,913 training pairs, 937 validation, 16 test; vocabulary: 500"
@@ -79,7 +47,7 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys):
     folder = RunDirectory(tmp_path / "run")
     assert folder.read_results()["bleu"] == results["bleu"]
     assert os.path.exists(folder.model)
-    assert folder.read_config() == tiny_config(tmp_path)  # job.json, version 2
+    assert folder.read_config() == config  # job.json, version 2
 
     rescored = evaluate_run(folder.path, "test", sample=16)  # as the job
     assert (rescored["bleu"], rescored["chrf"]) == (results["bleu"], results["chrf"])
@@ -160,10 +128,11 @@ def assert_pictures_of_the_run(run_path, export_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_used_folder_keeps_its_run(tmp_path):
+def test_a_used_folder_keeps_its_run(tmp_path, finished_run):
     """A finished run is not trained or exported again; other data is refused;
     overwrite starts over."""
-    first = run(tiny_config(tmp_path), log=lambda *_: None)
+    first = finished_run[1]
+    copy_finished_run(finished_run, tmp_path)
     logged = []
     again = run(tiny_config(tmp_path), log=logged.append)
     assert again == json.loads(json.dumps(first))  # the saved results
@@ -259,5 +228,10 @@ def test_cli_trains_on_two_logical_cpus_with_mirrored_strategy(tmp_path):
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["steps"] == 2
     assert results["job"]["runtime"]["strategy"] == "mirrored"
-    assert "oneDNN" not in result.stderr and "cuda" not in result.stderr.lower()
+    # TensorFlow's start-up lines are held back (`start_tensorflow`). A
+    # kernel's warning while training is not one of them: on an Intel Xeon
+    # with AVX-512, oneDNN's "supports DT_INT64 only on platforms with
+    # AVX-512" came through in one run of this test and not in two others.
+    for start_up in ("oneDNN custom operations", "cuda", "cpu_feature_guard"):
+        assert start_up.lower() not in result.stderr.lower()
     assert "shuffle" not in result.stderr  # Keras's warning, removed at its cause
