@@ -12,6 +12,8 @@ from keras_transformer.recipe.run_directory import RunDirectory
 from tests.fixtures.make_marian_fixtures import ding_lines
 from tests.marian.test_import import FIXTURES, check_strings, reference_of
 
+pytestmark = pytest.mark.tensorflow  # the Marian import builds TensorFlow runs
+
 VARIANT = os.path.join(FIXTURES, "separate_swish")
 
 

@@ -16,6 +16,8 @@ import pytest
 from keras_transformer.marian import checkpoint
 from tests.marian.test_import import loaded, reference_limit
 
+pytestmark = pytest.mark.tensorflow  # the Marian import builds TensorFlow runs
+
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 

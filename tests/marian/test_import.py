@@ -12,6 +12,8 @@ import pytest
 
 from keras_transformer.marian import checkpoint, load_marian, vocabulary
 
+pytestmark = pytest.mark.tensorflow  # the Marian import builds TensorFlow runs
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "marian")
 VARIANTS = ("shared_swish", "shared_relu", "separate_swish")
 _LOADED = {}
