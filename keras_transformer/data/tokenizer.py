@@ -268,6 +268,10 @@ def sentencepiece_tokenizer(model, **options):
     model, the resource lives in the device's resource manager instead, in
     process and in a loaded SavedModel; tokenizers of one model share it.
     `options` are `SentencepieceTokenizer`'s other arguments.
+
+    This replaces the tokenizer's private `_model_resource` (tensorflow-text
+    has no argument for it; its own TODO b/318839908 plans a ref-counted
+    resource), after the constructor made the kernel-private one.
     """
     tokenizer = tf_text.SentencepieceTokenizer(model=model, **options)
     tokenizer._model_resource = _NamedSentencepieceModel(model)
