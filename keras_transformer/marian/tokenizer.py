@@ -7,13 +7,8 @@ import zipfile
 
 import tensorflow as tf
 
-from keras_transformer.data.tokenizer import (
-    END_ID,
-    PAD_ID,
-    START_ID,
-    UNKNOWN_ID,
-    sentencepiece_tokenizer,
-)
+from keras_transformer.data.sentencepiece_model import sentencepiece_tokenizer
+from keras_transformer.data.tokenizer import END_ID, PAD_ID, START_ID, UNKNOWN_ID
 from keras_transformer.marian import checkpoint, vocabulary
 
 _SPACE = "\u2581"  # SentencePiece's word boundary
