@@ -55,8 +55,9 @@ model.compile(
     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
 )
 model.fit({"encoder_inputs": source, "decoder_inputs": target}, target, verbose=0)
-cache = model.init_cache(*model.encode(source), max_length=4)
-step_logits, cache = model.decode_step(target[:, :1], cache, 0)
+encoder_outputs, encoder_mask = model.encode(source)
+context = model.compute_cross_attention_cache(encoder_outputs), encoder_mask
+step_logits, cache = model.decode_step(target[:, :1], model.init_cache(2), 0, *context)
 attention = MultiHeadAttention(2, 8)(np.ones((1, 1, 16), "float32"))
 try:
     keras_transformer.beam_search

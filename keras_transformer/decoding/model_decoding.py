@@ -12,50 +12,56 @@ from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
 from keras_transformer.decoding.hub_sampling import sample
 
 
-def make_next_fn(model, cache, grow_cache=False):
+def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="append"):
     """The step function of `model` for `greedy_decode` and `beam_search`.
 
-    The cache from `model.init_cache` splits in two. The self-attention
-    caches change at every step: they are the loop's state, which beam
-    search tiles and reorders. The cross-attention keys and values and the
-    encoder mask are fixed per source item: `next_fn` captures them, so the
-    loop carries them as constants and beam search never tiles or gathers
-    them (the model folds the beams of an item into its query axis).
+    The decoders' loop state is the self-attention cache of
+    `model.init_cache`, which beam search tiles and reorders. What is fixed
+    per source item, the cross-attention keys and values and the encoder
+    padding mask, `next_fn` captures: the loop carries them as constants at
+    one row per item, and beam search never tiles or gathers them (the
+    decoder blocks fold the beams of an item into its query axis).
 
     Args:
         model: a `keras_transformer.Transformer`.
-        cache: from `model.init_cache`.
-        grow_cache: whether the self-attention caches grow a position a
-            step (`init_cache(max_length=None)`) rather than being buffers
-            written in place.
+        encoder_outputs: (B, S, d_model) from `model.encode`.
+        encoder_padding_mask: (B, S) from `model.encode`.
+        cache_update: "append" for caches from `model.init_cache(B')` that
+            grow a position a step, "write" for buffers from
+            `model.init_cache(B', max_length)` written in place.
 
     Returns:
-        `(next_fn, state)`: `next_fn(ids, state, index) -> (logits, state)`
-        feeds the one token `ids[:, index]` (B', L + 1) -> (B', 1) to
+        `next_fn(ids, cache, index) -> (logits, cache)`: it feeds the one
+        token `ids[:, index]` of the (B', L + 1) buffer to
         `model.decode_step` at position `index` and returns its float32
-        logits (B', V) and the updated state; `state` is the initial one.
-        B' is B, or B * K with beam k of item b at row b * K + k.
+        logits (B', V) and the updated cache. B' is B, or B * K with beam k
+        of item b at row b * K + k.
 
     Example:
 
     >>> import keras_transformer as kt
     >>> model = kt.build_transformer(kt.TransformerConfig.tiny(20, d_model=16))
     >>> outputs, mask = model.encode(np.array([[5, 6, 7]]))
-    >>> next_fn, state = make_next_fn(model, model.init_cache(outputs, mask, 4))
-    >>> logits, state = next_fn(np.array([[1, 0, 0, 0, 0]]), state, 0)
-    >>> tuple(logits.shape)
-    (1, 20)
+    >>> next_fn = make_next_fn(model, outputs, mask)
+    >>> logits, cache = next_fn(np.array([[1, 0, 0, 0, 0]]), model.init_cache(1), 0)
+    >>> tuple(logits.shape), tuple(cache[0][0].shape)
+    ((1, 20), (1, 4, 1, 4))
     """
-    context = {name: part for name, part in cache.items() if name != "self_attention"}
+    cross_attention_cache = model.compute_cross_attention_cache(encoder_outputs)
 
-    def next_fn(ids, state, index):
+    def next_fn(ids, cache, index):
         tokens = tf.gather(ids, [index], axis=1)  # (B', 1)
         logits, cache = model.decode_step(
-            tokens, {**context, "self_attention": state}, index, grow_cache
+            tokens,
+            cache,
+            index,
+            cross_attention_cache,
+            encoder_padding_mask,
+            cache_update,
         )  # (B', 1, V)
-        return logits[:, 0], cache["self_attention"]  # (B', V)
+        return logits[:, 0], cache  # (B', V)
 
-    return next_fn, cache["self_attention"]
+    return next_fn
 
 
 def decoding_limits(encoder_inputs, extra_length, max_length):
@@ -175,10 +181,15 @@ def decode(
     buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
     encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
     grow = not fixed_cache and sampler is None
-    cache = model.init_cache(
-        encoder_outputs, encoder_padding_mask, None if grow else buffer_length
+    next_fn = make_next_fn(
+        model,
+        encoder_outputs,
+        encoder_padding_mask,
+        cache_update="append" if grow else "write",
     )
-    next_fn, state = make_next_fn(model, cache, grow_cache=grow)
+    state = model.init_cache(
+        tf.shape(encoder_inputs)[0], None if grow else buffer_length
+    )
     start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
     arguments = dict(
         next_fn=next_fn,

@@ -230,15 +230,8 @@ def _set_cross_attention(spec, block):
 
 
 def _split_key_value(attention):
-    """The fused `key_value` projection as (keys, values), each (weight, bias).
-
-    Its rows (out) hold for each head its K key rows, then its V value rows;
-    the keys are (h * K, D) and the values (h * V, D), head by head.
-    """
-    weight, bias = _linear(attention.key_value_dense)  # (h * (K + V), D)
-    heads, key_dim, width = attention.num_heads, attention.key_dim, weight.shape[1]
-    weight = weight.reshape(heads, -1, width)  # (h, K + V, D)
-    bias = bias.reshape(heads, -1)  # (h, K + V)
-    keys = weight[:, :key_dim].reshape(-1, width), bias[:, :key_dim].ravel()
-    values = weight[:, key_dim:].reshape(-1, width), bias[:, key_dim:].ravel()
-    return keys, values
+    """The fused `key_value` projection as CTranslate2 linears: (keys,
+    values), each (weight (h * d, D), bias (h * d,))."""
+    return tuple(
+        (kernel.T, bias) for kernel, bias in attention.split_key_value()
+    )  # MultiHeadAttention owns the fused layout

@@ -1,6 +1,7 @@
 """One decoder layer: causal self-attention, cross-attention, feed-forward."""
 
 import keras
+from keras import ops
 
 from keras_transformer.layers.block import TransformerBlock
 
@@ -15,9 +16,13 @@ class DecoderBlock(TransformerBlock):
     pre-norm with `norm_first=True`).
 
     For incremental decoding pass a `self_attention_cache` with
-    `cache_index` (see `MultiHeadAttention`), and a `cross_attention_cache`
-    from `compute_cross_attention_cache(encoder_sequence)` instead of the
-    encoder sequence: then each call costs only the new tokens.
+    `cache_index` and `cache_update` (see `MultiHeadAttention`), and a
+    `cross_attention_cache` from `compute_cross_attention_cache` instead of
+    the encoder sequence: then each call costs only the new tokens. The
+    cross-attention cache may have one row per source item while
+    `decoder_sequence` has G consecutive rows per item (beam search's
+    beams): the G rows then attend together over their item's row, folded
+    into the query axis, so that the cache is never tiled or reordered.
 
     Args:
         num_heads: number of attention heads h.
@@ -41,20 +46,20 @@ class DecoderBlock(TransformerBlock):
         use_causal_mask: keep each position from later ones (default true).
         self_attention_cache: `(keys, values)`, each (B, h, L, D / h), of
             the tokens decoded so far.
-        cross_attention_cache: `(keys, values)`, each (B, h, S, D / h), of
-            the encoder; it may have one row per item for K rows of `decoder_sequence`
-            per item (beam search, see `MultiHeadAttention`).
+        cross_attention_cache: `(keys, values)`, each (B / G, h, S, D / h),
+            of the encoder sequence (see above).
         cache_index: position of the first token of `decoder_sequence`.
-        grow_cache: append to a `self_attention_cache` of `cache_index`
-            positions instead of writing into a fixed buffer (see
-            `MultiHeadAttention`).
+        cache_update: how the self-attention cache takes the new tokens,
+            "append" (a cache of `cache_index` positions that grows) or
+            "write" (a fixed-length buffer); see `MultiHeadAttention`.
         return_attention_scores: also return the (B, h, T, S)
-            cross-attention probabilities.
+            cross-attention probabilities (without caches only).
         training: whether dropout is active.
 
     Returns:
-        (B, T, D); then the cross-attention probabilities if requested; then
-        the updated self-attention cache if one was given.
+        (B, T, D), or with `return_attention_scores` also the
+        cross-attention probabilities. With a `self_attention_cache`,
+        `(outputs, self_attention_cache)`: the cache after the update.
 
     Example:
 
@@ -103,7 +108,7 @@ class DecoderBlock(TransformerBlock):
         self_attention_cache=None,
         cross_attention_cache=None,
         cache_index=None,
-        grow_cache=False,
+        cache_update=None,
         return_attention_scores=False,
         training=None,
     ):
@@ -111,39 +116,50 @@ class DecoderBlock(TransformerBlock):
             raise ValueError(
                 "DecoderBlock needs `encoder_sequence` or `cross_attention_cache`."
             )
+        if self_attention_cache is not None and cache_update is None:
+            raise ValueError(
+                'A self_attention_cache needs cache_update "append" or "write".'
+            )
 
         x = self._sublayer_inputs(decoder_sequence, self.self_attention_layer_norm)
-        outputs = self.self_attention(
-            x,
-            x,
-            padding_mask=decoder_padding_mask,
-            use_causal_mask=use_causal_mask,
-            cache=self_attention_cache,
-            cache_index=cache_index,
-            grow_cache=grow_cache,
-            training=training,
-        )
-        if self_attention_cache is not None:
-            outputs, self_attention_cache = outputs  # the updated cache
+        arguments = dict(padding_mask=decoder_padding_mask, training=training)
+        if self_attention_cache is None:
+            attended = self.self_attention(
+                x, x, use_causal_mask=use_causal_mask, **arguments
+            )
+        else:
+            attended, self_attention_cache = self.self_attention(
+                x,
+                x,
+                use_causal_mask=use_causal_mask,
+                cache=self_attention_cache,
+                cache_index=cache_index,
+                cache_update=cache_update,
+                **arguments,
+            )
         outputs = self._sublayer_outputs(
             decoder_sequence,
-            outputs,
+            attended,
             self.self_attention_layer_norm,
             self.self_attention_dropout,
             training,
         )  # (B, T, D)
 
         x = self._sublayer_inputs(outputs, self.cross_attention_layer_norm)
-        attended = self.cross_attention(
-            x,
-            encoder_sequence,
-            padding_mask=encoder_padding_mask,
-            cache=cross_attention_cache,
-            return_attention_scores=return_attention_scores,
-            training=training,
-        )
-        if return_attention_scores:
-            attended, scores = attended  # scores (B, h, T, S)
+        if cross_attention_cache is None:
+            attended = self.cross_attention(
+                x,
+                encoder_sequence,
+                padding_mask=encoder_padding_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            if return_attention_scores:
+                attended, scores = attended  # scores (B, h, T, S)
+        else:
+            attended = self._attend_to_cache(
+                x, cross_attention_cache, encoder_padding_mask, training
+            )
         outputs = self._sublayer_outputs(
             outputs,
             attended,
@@ -152,9 +168,21 @@ class DecoderBlock(TransformerBlock):
             training,
         )  # (B, T, D)
 
-        outputs = [self._feed_forward_sublayer(outputs, training)]  # (B, T, D)
-        if return_attention_scores:
-            outputs.append(scores)
+        outputs = self._feed_forward_sublayer(outputs, training)  # (B, T, D)
         if self_attention_cache is not None:
-            outputs.append(self_attention_cache)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+            return outputs, self_attention_cache
+        return (outputs, scores) if return_attention_scores else outputs
+
+    def _attend_to_cache(self, x, cache, padding_mask, training):
+        """Cross-attention of `x` (B, T, D) over a cache of B / G rows.
+
+        The G rows of an item are folded into the query axis, (B / G, G * T,
+        D), attend over their item's keys and values, and are unfolded.
+        """
+        rows, length = ops.shape(x)[0], ops.shape(x)[1]
+        items = ops.shape(cache[0])[0]
+        folded = ops.reshape(x, (items, -1, x.shape[-1]))  # (B / G, G * T, D)
+        attended, _ = self.cross_attention(
+            folded, padding_mask=padding_mask, cache=cache, training=training
+        )  # (B / G, G * T, D)
+        return ops.reshape(attended, (rows, length, attended.shape[-1]))  # (B, T, D)

@@ -1,9 +1,6 @@
 """The position-wise feed-forward network."""
 
 import keras
-from keras import ops
-
-from keras_transformer.layers.shapes import unflatten_rows
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -81,13 +78,9 @@ class FeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
-        # Positions flattened into rows: one 2-D matmul per Dense, where a
-        # Dense on (B, T, D) runs a tensordot with a dozen shape ops.
-        flat = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B * T, D)
-        hidden = self.inner_dense(flat)  # (B * T, d_ff)
+        hidden = self.inner_dense(inputs)  # (B, T, d_ff)
         hidden = self.dropout_layer(hidden, training=training)
-        outputs = self.output_dense(hidden)  # (B * T, D)
-        return unflatten_rows(outputs, inputs)  # (B, T, D)
+        return self.output_dense(hidden)  # (B, T, D)
 
     def get_config(self):
         config = super().get_config()

@@ -7,31 +7,8 @@ import numpy as np
 from keras import ops
 
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
-from keras_transformer.layers.shapes import swap_axes_1_and_2, unflatten_rows
 
-
-def write_positions(cache, updates, index):
-    """Each tensor of `cache`, (B, h, L, d), with the matching one of
-    `updates`, (B, h, T, d), at positions index + t.
-
-    A scatter rather than `ops.slice_update`: on TensorFlow that is
-    `XlaDynamicUpdateSlice`, which outside `jit_compile` runs as an XLA
-    program compiled on demand, slower per decoding step and an op that
-    TensorFlow Serving cannot run without XLA (tensorflow/serving#2217).
-    Its indices are sums of broadcast ranges (fewer ops than a meshgrid
-    where the batch size is unknown when tracing), flattened to the (N, 3)
-    rows that `ops.scatter_update` takes on every backend.
-    """
-    batch, heads, length = ops.shape(updates[0])[:3]
-    rows = ops.reshape(ops.arange(batch), (-1, 1, 1, 1)) * np.array([1, 0, 0])
-    head = ops.reshape(ops.arange(heads), (1, -1, 1, 1)) * np.array([0, 1, 0])
-    positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
-    indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
-    rows = ops.reshape(indices, (-1, 3))  # (B * h * T, 3)
-    return tuple(
-        ops.scatter_update(tensor, rows, ops.reshape(new, (-1, new.shape[-1])))
-        for tensor, new in zip(cache, updates, strict=True)  # (B * h * T, d)
-    )
+CACHE_UPDATES = ("append", "write")
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -45,36 +22,31 @@ class MultiHeadAttention(keras.layers.Layer):
     normalised in float32 whatever the compute dtype, and masked scores are
     filled with a value that is finite in the compute dtype.
 
-    Keys and values come from one fused projection, `key_value`, whose
+    Keys and values come from one fused projection, `key_value`: its
     kernel (D_v, h * (key_dim + value_dim)) holds for each head its key
-    columns then its value columns; queries have their own, `query`
-    (D_q, h * key_dim). Self-attention thus costs two matmuls instead of
-    three, and a cross-attention cache one. Given the same weights, the
-    output equals
-    `keras.layers.MultiHeadAttention` (see
-    `tests/layers/test_multi_head_attention.py` for the weight mapping).
+    columns then its value columns (`split_key_value` and `fuse_key_value`
+    convert to and from separate per-head weights); queries have their own,
+    `query` (D_q, h * key_dim). Self-attention thus costs two matmuls
+    instead of three, and a cross-attention cache one. Given the same
+    weights, the output equals `keras.layers.MultiHeadAttention`'s.
 
-    Keys and values live in a cache `(keys, values)` of shapes
-    (B, num_heads, L, key_dim) and (B, num_heads, L, value_dim): two
-    tensors, so that no decoding step splits a fused buffer. Without a
-    cache (training, teacher forcing) one is computed from `value`;
-    incremental decoding passes its own:
+    **The cache.** Incremental decoding keeps the keys and values it has
+    computed in a cache `(keys, values)`, (B, num_heads, L, key_dim) and
+    (B, num_heads, L, value_dim). Called with a `cache`, the layer attends
+    over it and returns `(outputs, cache)`; `cache_update` says how the
+    keys and values of `value` enter it first:
 
-    - self-attention: pass `cache` and `cache_index`; the keys and values of
-      the new query tokens are written at `cache_index` and the queries attend
-      over the whole cache (combine with `use_causal_mask=True` so positions
-      not yet written stay invisible). The updated cache is returned. With
-      `grow_cache=True` the cache holds only the `cache_index` positions
-      written so far, and the new keys and values are appended to it: no
-      step copies or attends over unwritten positions, but the cache's
-      length changes, which XLA cannot compile (use fixed buffers there).
-    - cross-attention: build the cache once with `compute_cache(value)` and
-      pass it without `cache_index`; keys and values are not recomputed. The
-      cache may have one row per source item while `query` has K rows per
-      item (beam k of item b at row b * K + k): the K rows then attend
-      together over their item's keys and values (folded into the query
-      axis), so beam search never tiles or reorders the cache. With such a
-      cache only `padding_mask` (B, S) applies.
+    - None: they do not. The cache is attended as given, e.g. the keys
+      and values of an encoder sequence from `compute_cache`, computed once
+      for every decoding step (cross-attention; `value` is ignored).
+    - "append": the cache holds the `cache_index` positions before the
+      query, and the new keys and values are appended (L grows by T). No
+      step copies the cache whole or attends over positions not yet
+      written; XLA, which compiles fixed shapes only, cannot compile it.
+    - "write": the cache is a buffer of fixed length L, and the new keys
+      and values are written at positions `cache_index, ..., cache_index +
+      T - 1`; with `use_causal_mask=True` the positions not yet written stay
+      invisible. The shapes XLA (and TPUs) need.
 
     Args:
         num_heads: number of heads h.
@@ -96,18 +68,20 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask: whether query t (at absolute position
             `cache_index + t`) is kept from keys after it.
         cache: `(keys, values)`, (B, h, L, key_dim) and
-            (B, h, L, value_dim).
-        cache_index: where to write the new keys/values in `cache`.
-        grow_cache: with `cache_index`, append the new keys and values to a
-            cache of `cache_index` positions instead of writing them into a
-            fixed buffer.
-        return_attention_scores: also return the (B, h, T, S) probabilities.
+            (B, h, L, value_dim), see above.
+        cache_index: with `cache_update`, the absolute position of the
+            first query token: where "write" writes, and the length of the
+            cache "append" appends to.
+        cache_update: None, "append" or "write", see above.
+        return_attention_scores: also return the (B, h, T, S) probabilities
+            (without a cache only).
         training: whether dropout is active.
 
     Returns:
-        The output (B, T, output_dim), followed by the attention
-        probabilities if requested, followed by the updated cache if
-        `cache_index` was given.
+        Without a cache, the output (B, T, output_dim), or with
+        `return_attention_scores` the output and the (B, h, T, S)
+        probabilities. With a cache, `(outputs, cache)`: the output and the
+        cache after the update.
 
     Example:
 
@@ -115,6 +89,16 @@ class MultiHeadAttention(keras.layers.Layer):
     >>> x = np.random.rand(1, 5, 16).astype("float32")
     >>> tuple(layer(x, x, use_causal_mask=True).shape)
     (1, 5, 16)
+
+    Decoding one token at a time with a cache that grows:
+
+    >>> empty = np.zeros((1, 2, 0, 8), "float32")
+    >>> cache = (empty, empty)
+    >>> for t in range(5):
+    ...     step, cache = layer(x[:, t : t + 1], x[:, t : t + 1], cache=cache,
+    ...                         cache_index=t, cache_update="append")
+    >>> tuple(cache[0].shape)
+    (1, 2, 5, 8)
     """
 
     def __init__(
@@ -186,36 +170,31 @@ class MultiHeadAttention(keras.layers.Layer):
         self.output_dense.build((None, self.num_heads * self.value_dim))
         self.built = True
 
-    def _project(self, dense, x, head_dim, batch=None, length=None):
-        """`dense` on (B', T, D) as one 2-D matmul, split into heads.
-
-        Returns (B', T, h, head_dim), or with `batch` = B dividing B' and
-        `length` = B' / B * T (or -1), (B, length, h, head_dim): each group
-        of B' / B consecutive rows folded into the length axis.
-        """
-        flat = dense(ops.reshape(x, (-1, x.shape[-1])))  # (B' * T, h * head_dim)
-        if batch is None:
-            return unflatten_rows(flat, x, (self.num_heads, head_dim))
-        return ops.reshape(flat, (batch, length, self.num_heads, head_dim))
-
-    def _scaled_queries(self, query, batch=None, length=None):
-        """Queries of `query` divided by sqrt(key_dim): (B', T, h, K), or
-        (batch, length, h, K) folded as in `_project`."""
-        queries = self._project(self.query_dense, query, self.key_dim, batch, length)
-        return queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
+    def _heads(self, dense, x, head_dim):
+        """`dense` applied to (B, T, D), split into heads: (B, T, h, head_dim)."""
+        projected = dense(x)  # (B, T, h * head_dim)
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(projected, (batch, length, self.num_heads, head_dim))
 
     def compute_cache(self, value, key=None):
-        """Keys and values of `value`, (B, h, S, K) and (B, h, S, V): a
-        cross-attention cache."""
+        """The keys and values of `value` (and `key`): a cache to attend over.
+
+        Args:
+            value: (B, S, D_v).
+            key: (B, S, D_v); defaults to `value`.
+
+        Returns:
+            `(keys, values)`, (B, h, S, key_dim) and (B, h, S, value_dim).
+        """
         head_dim = self.key_dim + self.value_dim
-        key_values = self._project(
-            self.key_value_dense, value, head_dim
-        )  # (B, S, h, K + V)
-        keys, values = ops.split(key_values, [self.key_dim], axis=-1)
+        key_values = self._heads(self.key_value_dense, value, head_dim)
+        keys, values = ops.split(key_values, [self.key_dim], axis=-1)  # (B, S, h, K|V)
         if key is not None and key is not value:
-            keys = self._project(self.key_value_dense, key, head_dim)
-            keys = keys[..., : self.key_dim]  # (B, S, h, K)
-        return swap_axes_1_and_2(keys), swap_axes_1_and_2(values)
+            keys = self._heads(self.key_value_dense, key, head_dim)[..., : self.key_dim]
+        return (
+            ops.transpose(keys, (0, 2, 1, 3)),  # (B, h, S, K)
+            ops.transpose(values, (0, 2, 1, 3)),  # (B, h, S, V)
+        )
 
     def call(
         self,
@@ -227,66 +206,64 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask=False,
         cache=None,
         cache_index=None,
-        grow_cache=False,
+        cache_update=None,
         return_attention_scores=False,
         training=None,
     ):
+        _check_cache_arguments(
+            cache, cache_index, cache_update, return_attention_scores
+        )
         value = query if value is None else value
-        query_offset = 0
-        folds_queries = cache is not None and cache_index is None
         if cache is None:
-            cache = self.compute_cache(value, key)  # (B, h, S, K|V)
-            queries = self._scaled_queries(query)  # (B, T, h, K)
-        elif cache_index is None:  # cross-attention: B' / B query rows per item
-            queries = self._scaled_queries(
-                query, ops.shape(cache[0])[0], -1
-            )  # (B, T', h, K), T' = B' / B * T
-        else:  # self-attention: write the new keys and values first
+            keys_values = self.compute_cache(value, key)  # (B, h, S, K|V)
+        elif cache_update == "append":
             new = self.compute_cache(value, key)  # (B, h, T, K|V)
-            if grow_cache:
-                cache = tuple(
-                    ops.concatenate(pair, axis=2)
-                    for pair in zip(cache, new, strict=True)
-                )  # (B, h, cache_index + T, K|V)
-            else:
-                cache = write_positions(cache, new, cache_index)
-            queries = self._scaled_queries(query)  # (B, T, h, K)
-            query_offset = cache_index
+            keys_values = tuple(
+                ops.concatenate(pair, axis=2) for pair in zip(cache, new, strict=True)
+            )  # (B, h, cache_index + T, K|V)
+        elif cache_update == "write":
+            new = self.compute_cache(value, key)  # (B, h, T, K|V)
+            start = (0, 0, cache_index, 0)
+            keys_values = tuple(
+                ops.slice_update(old, start, ops.cast(update, old.dtype))
+                for old, update in zip(cache, new, strict=True)
+            )  # (B, h, L, K|V)
+        else:
+            keys_values = cache
+        queries = self._heads(self.query_dense, query, self.key_dim)  # (B, T, h, K)
+        queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
         mask = merge_masks(
-            ops.shape(queries)[1],
-            ops.shape(cache[0])[2],
+            ops.shape(query)[1],
+            ops.shape(keys_values[0])[2],
             padding_mask=padding_mask,
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
-            query_offset=query_offset,
-        )  # (B|1, 1, T', L) or None
+            query_offset=0 if cache_update is None else cache_index,
+        )  # (B|1, 1, T, L) or None
         context, probabilities = self._attend(
-            queries, cache, mask, training
-        )  # (B * T', h * V), (B, h, T', L)
-        outputs = [unflatten_rows(self.output_dense(context), query)]  # (B', T, D_out)
+            queries, keys_values, mask, training
+        )  # (B, T, h * V), (B, h, T, L)
+        outputs = self.output_dense(context)  # (B, T, D_out)
+        if cache is not None:
+            return outputs, keys_values
         if return_attention_scores:
-            if folds_queries:
-                probabilities = self._per_query_row(probabilities, query)
-            outputs.append(probabilities)  # (B', h, T, L)
-        if cache_index is not None:
-            outputs.append(cache)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+            return outputs, probabilities
+        return outputs
 
-    def _attend(self, queries, cache, mask, training):
-        """Scaled dot-product attention of `queries` over the keys and values
-        of `cache`.
+    def _attend(self, queries, keys_values, mask, training):
+        """Scaled dot-product attention of `queries` over keys and values.
 
         Args:
-            queries: (B, T', h, K), already divided by sqrt(key_dim).
-            cache: `(keys, values)`, (B, h, L, K) and (B, h, L, V).
-            mask: boolean, broadcastable to (B, h, T', L), or None.
+            queries: (B, T, h, K), already divided by sqrt(key_dim).
+            keys_values: `(keys, values)`, (B, h, L, K) and (B, h, L, V).
+            mask: boolean, broadcastable to (B, h, T, L), or None.
             training: whether dropout is active.
 
         Returns:
-            The context (B * T', h * V) and the probabilities (B, h, T', L).
+            The context (B, T, h * V) and the probabilities (B, h, T, L).
         """
-        keys, values = cache  # (B, h, L, K|V)
-        scores = ops.einsum("bthk,bhsk->bhts", queries, keys)  # (B, h, T', L)
+        keys, values = keys_values  # (B, h, L, K|V)
+        scores = ops.einsum("bthk,bhsk->bhts", queries, keys)  # (B, h, T, L)
         scores = ops.cast(scores, "float32")
         if mask is not None:
             scores = ops.where(mask, scores, mask_fill_value(self.compute_dtype))
@@ -296,21 +273,79 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         dropped = self.dropout_layer(probabilities, training=training)
-        context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T', h, V)
-        context = ops.reshape(context, (-1, self.num_heads * self.value_dim))
+        context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T, h, V)
+        batch, length = ops.shape(context)[0], ops.shape(context)[1]
+        context = ops.reshape(context, (batch, length, self.num_heads * self.value_dim))
         return context, probabilities
 
-    def _per_query_row(self, probabilities, query):
-        """(B, h, T', L) probabilities as (B', h, T, L), one row per query
-        row, where a cross-attention cache folded B' / B query rows per item
-        into T'."""
-        rows, length = ops.shape(query)[:2]  # B', T
-        batch, heads, _, key_length = ops.shape(probabilities)
-        folded = ops.reshape(
-            probabilities, (batch, heads, -1, length, key_length)
-        )  # (B, h, B' / B, T, L)
-        per_row = ops.transpose(folded, (0, 2, 1, 3, 4))  # (B, B' / B, h, T, L)
-        return ops.reshape(per_row, (rows, heads, length, key_length))
+    def split_key_value(self):
+        """The fused `key_value` projection as separate key and value weights.
+
+        The layout of the fused kernel has its owner here: the Marian
+        import, the CTranslate2 export and the tests go through this method
+        and `fuse_key_value`.
+
+        Returns:
+            `((key_kernel, key_bias), (value_kernel, value_bias))`, NumPy
+            arrays (D_v, h * key_dim), (h * key_dim,), (D_v, h * value_dim)
+            and (h * value_dim,), the heads side by side as separate `Dense`
+            layers (or PyTorch's transposed `k_proj`, `v_proj`) hold them;
+            the biases are None without `use_bias`.
+
+        Example:
+
+        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
+        >>> _ = layer(np.zeros((1, 3, 8)))
+        >>> (key_kernel, _), (value_kernel, _) = layer.split_key_value()
+        >>> key_kernel.shape, value_kernel.shape
+        ((8, 8), (8, 8))
+        """
+        kernel = np.asarray(ops.convert_to_numpy(self.key_value_dense.kernel))
+        width = kernel.shape[0]
+        kernel = kernel.reshape(width, self.num_heads, -1)  # (D, h, K + V)
+        keys = kernel[..., : self.key_dim].reshape(width, -1)  # (D, h * K)
+        values = kernel[..., self.key_dim :].reshape(width, -1)  # (D, h * V)
+        key_bias = value_bias = None
+        if self.use_bias:
+            bias = ops.convert_to_numpy(self.key_value_dense.bias)
+            bias = np.asarray(bias).reshape(self.num_heads, -1)  # (h, K + V)
+            key_bias = bias[:, : self.key_dim].ravel()  # (h * K,)
+            value_bias = bias[:, self.key_dim :].ravel()  # (h * V,)
+        return (keys, key_bias), (values, value_bias)
+
+    def fuse_key_value(self, key_kernel, key_bias, value_kernel, value_bias):
+        """Sets the fused `key_value` projection from separate weights.
+
+        The inverse of `split_key_value`, whose shapes it takes (the
+        biases None without `use_bias`).
+
+        Example:
+
+        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
+        >>> _ = layer(np.zeros((1, 3, 8)))
+        >>> keys, values = layer.split_key_value()
+        >>> layer.fuse_key_value(*keys, *values)
+        >>> bool(np.array_equal(layer.split_key_value()[0][0], keys[0]))
+        True
+        """
+        width = np.shape(key_kernel)[0]
+        kernel = np.concatenate(
+            [
+                np.reshape(key_kernel, (width, self.num_heads, self.key_dim)),
+                np.reshape(value_kernel, (width, self.num_heads, self.value_dim)),
+            ],
+            axis=-1,
+        )  # (D, h, K + V)
+        self.key_value_dense.kernel.assign(kernel.reshape(width, -1))
+        if self.use_bias:
+            bias = np.concatenate(
+                [
+                    np.reshape(key_bias, (self.num_heads, self.key_dim)),
+                    np.reshape(value_bias, (self.num_heads, self.value_dim)),
+                ],
+                axis=-1,
+            )  # (h, K + V)
+            self.key_value_dense.bias.assign(bias.ravel())
 
     def get_config(self):
         config = super().get_config()
@@ -329,3 +364,21 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _check_cache_arguments(cache, cache_index, cache_update, return_attention_scores):
+    """Raises ValueError for a combination of cache arguments that means nothing."""
+    if cache_update is not None and cache_update not in CACHE_UPDATES:
+        raise ValueError(
+            f"cache_update must be None or one of {CACHE_UPDATES}, "
+            f"got {cache_update!r}."
+        )
+    if cache_update is not None and (cache is None or cache_index is None):
+        raise ValueError(
+            f'cache_update="{cache_update}" needs a `cache` and a `cache_index`.'
+        )
+    if cache is not None and return_attention_scores:
+        raise ValueError(
+            "return_attention_scores is not supported with a cache; call the "
+            "layer without one (a teacher-forced pass) to get the scores."
+        )

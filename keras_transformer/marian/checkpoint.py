@@ -14,8 +14,6 @@ naming the field, never a silently different model.
 import json
 import os
 
-import numpy as np
-
 from keras_transformer.marian import vocabulary
 
 CONFIG, GENERATION_CONFIG = "config.json", "generation_config.json"
@@ -292,26 +290,16 @@ class _Taker:
 
 
 def _attention(attention, take, prefix):
-    """q/k/v/out projections -> query, key_value (per head: keys, values),
-    output; PyTorch's (out, in) weights are Keras's kernels transposed."""
-    heads, head_dim = attention.num_heads, attention.key_dim
+    """q/k/v/out projections -> query, key_value, output; PyTorch's (out,
+    in) weights are Keras's kernels transposed."""
     attention.query_dense.kernel.assign(take(prefix + "q_proj.weight").T)
     attention.query_dense.bias.assign(take(prefix + "q_proj.bias"))
-    keys, values = take(prefix + "k_proj.weight").T, take(prefix + "v_proj.weight").T
-    width = keys.shape[0]
-    kernel = np.concatenate(
-        [keys.reshape(width, heads, head_dim), values.reshape(width, heads, head_dim)],
-        axis=-1,
-    )  # (D, h, 2 D / h)
-    attention.key_value_dense.kernel.assign(kernel.reshape(width, -1))
-    bias = np.concatenate(
-        [
-            take(prefix + "k_proj.bias").reshape(heads, head_dim),
-            take(prefix + "v_proj.bias").reshape(heads, head_dim),
-        ],
-        axis=-1,
+    attention.fuse_key_value(
+        take(prefix + "k_proj.weight").T,
+        take(prefix + "k_proj.bias"),
+        take(prefix + "v_proj.weight").T,
+        take(prefix + "v_proj.bias"),
     )
-    attention.key_value_dense.bias.assign(bias.reshape(-1))
     attention.output_dense.kernel.assign(take(prefix + "out_proj.weight").T)
     attention.output_dense.bias.assign(take(prefix + "out_proj.bias"))
 

@@ -22,9 +22,10 @@ class Transformer(keras.Model):
     pre-softmax projection (section 3.4).
 
     Besides `fit`/`predict`, the model exposes what decoding needs:
-    `encode` runs the encoder once, `init_cache` computes every layer's
-    cross-attention keys/values and allocates the self-attention caches, and
-    `decode_step` decodes new tokens against the cache. To `fit` or
+    `encode` runs the encoder once, `compute_cross_attention_cache` computes
+    every decoder layer's keys and values of the encoder output once,
+    `init_cache` makes the self-attention caches (the state that changes
+    from step to step), and `decode_step` decodes new tokens against them. To `fit` or
     `evaluate` under a `tf.distribute` strategy, first call
     `training.fix_distributed_fit(model)` (`from keras_transformer import
     training`; the training recipe does), a workaround for
@@ -34,23 +35,28 @@ class Transformer(keras.Model):
 
     Args:
         config: a `TransformerConfig` (or its dict).
-        **kwargs: base `keras.Model` arguments, e.g. `name`.
+        **kwargs: base `keras.Model` arguments, e.g. `name`, or `dtype`
+            (a dtype policy such as "mixed_float16"), which every sub-layer
+            takes; without one they follow the global policy.
     """
 
     def __init__(self, config, **kwargs):
         if isinstance(config, dict):
             config = TransformerConfig.from_dict(config)
         self.config = config
-        self._create_layers()
+        self._create_layers(kwargs.get("dtype"))
         encoder_inputs = keras.Input((None,), dtype="int32", name="encoder_inputs")
         decoder_inputs = keras.Input((None,), dtype="int32", name="decoder_inputs")
         encoder_outputs, encoder_padding_mask = self.encode(encoder_inputs)
         logits = self.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
+        dtype = kwargs.pop("dtype", None)
         super().__init__(
             inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
             outputs=logits,
             **kwargs,
         )
+        if dtype is not None:  # a functional model does not take it itself
+            self.dtype_policy = dtype
 
     def __setattr__(self, name, value):
         # On the PyTorch backend a layer is a `torch.nn.Module`, which takes
@@ -61,7 +67,7 @@ class Transformer(keras.Model):
             return object.__setattr__(self, name, value)
         return super().__setattr__(name, value)
 
-    def _create_layers(self):
+    def _create_layers(self, dtype):
         config = self.config
 
         def embedding(name, vocab_size=config.vocab_size, output_bias=False):
@@ -72,6 +78,7 @@ class Transformer(keras.Model):
                 sinusoid_layout=config.sinusoid_layout,
                 scale_embedding=config.scale_embedding,
                 output_bias=output_bias,
+                dtype=dtype,
                 name=name,
             )
 
@@ -84,6 +91,7 @@ class Transformer(keras.Model):
             activation=config.activation,
             norm_first=config.norm_first,
             layer_norm_epsilon=config.layer_norm_epsilon,
+            dtype=dtype,
         )
         if config.shared_embeddings:
             self.source_embedding = self.target_embedding = embedding(
@@ -96,7 +104,7 @@ class Transformer(keras.Model):
                 "target_embedding", config.output_vocab_size
             )
             self.output_projection = keras.layers.Dense(
-                config.output_vocab_size, name="output_projection"
+                config.output_vocab_size, dtype=dtype, name="output_projection"
             )
         self.encoder_blocks = [
             EncoderBlock(**block_arguments, name=f"encoder_block_{i}")
@@ -108,13 +116,12 @@ class Transformer(keras.Model):
         ]
         self.encoder_layer_norm = self.decoder_layer_norm = None
         if config.norm_first:  # pre-norm stacks end with a layer norm
-            self.encoder_layer_norm = self._final_layer_norm("encoder_layer_norm")
-            self.decoder_layer_norm = self._final_layer_norm("decoder_layer_norm")
-
-    def _final_layer_norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.config.layer_norm_epsilon, name=name
-        )
+            self.encoder_layer_norm, self.decoder_layer_norm = (
+                keras.layers.LayerNormalization(
+                    epsilon=config.layer_norm_epsilon, dtype=dtype, name=name
+                )
+                for name in ("encoder_layer_norm", "decoder_layer_norm")
+            )
 
     def encode(self, encoder_inputs, training=None):
         """Runs the encoder once.
@@ -178,103 +185,109 @@ class Transformer(keras.Model):
             return self._logits(x)
         return self._logits(x), ops.stack(cross_attention, axis=1)
 
-    def init_cache(self, encoder_outputs, encoder_padding_mask, max_length):
-        """The decoding state for up to `max_length` target tokens.
+    def compute_cross_attention_cache(self, encoder_outputs):
+        """Every decoder layer's keys and values of the encoder output.
 
-        Cross-attention keys and values of every decoder layer are computed
-        here, once, and with shared embeddings so is the pre-softmax kernel
-        (`"output_kernel"`, see `PositionalEmbedding.projection_kernel`);
-        self-attention caches start empty. Only `cache["self_attention"]`
-        changes from step to step, one row per sequence. The cross-attention
-        caches and `"encoder_padding_mask"` have one row per source item
-        and may keep it while the tokens and self-attention caches have K
-        rows per item (beam k of item b at row b * K + k), so beam search
-        need not tile or reorder them (see `MultiHeadAttention`).
+        Fixed for a source item while its target decodes: computed once,
+        with one row per item. The token rows of `decode_step` may be K per
+        item (beam k of item b at row b * K + k); see `DecoderBlock`.
 
         Args:
             encoder_outputs: (B, S, d_model) from `encode`.
-            encoder_padding_mask: (B, S) from `encode`.
-            max_length: int, the most target tokens the cache can hold:
-                self-attention caches are buffers of that length, written
-                in place (`decode_step(grow_cache=False)`); None for caches
-                of length 0 that each step extends (`grow_cache=True`).
 
         Returns:
-            A dict; each layer's caches are `(keys, values)` pairs.
+            A tuple of `(keys, values)` pairs, one per decoder layer, each
+            (B, h, S, d_model / h).
         """
-        batch = ops.shape(encoder_outputs)[0]
-        head_dim = self.config.d_model // self.config.num_heads
+        return tuple(
+            block.compute_cross_attention_cache(encoder_outputs)
+            for block in self.decoder_blocks
+        )
+
+    def init_cache(self, batch_size, max_length=None):
+        """Empty self-attention caches: the state `decode_step` updates.
+
+        Args:
+            batch_size: B, the rows decoded (an int or scalar tensor).
+            max_length: None for caches of length 0 that each step extends
+                (`decode_step(cache_update="append")`), or the most target
+                tokens for buffers of that length that each step writes in
+                place (`cache_update="write"`, the fixed shapes XLA needs).
+
+        Returns:
+            A tuple of `(keys, values)` pairs, one per decoder layer, each
+            (B, h, L, d_model / h) with L = 0 or `max_length`.
+        """
         empty = ops.zeros(
             (
-                batch,
+                batch_size,
                 self.config.num_heads,
                 0 if max_length is None else max_length,
-                head_dim,
+                self.config.d_model // self.config.num_heads,
             ),
             dtype=self.compute_dtype,
         )  # (B, h, L, D / h)
-        cache = {
-            "self_attention": tuple((empty, empty) for _ in self.decoder_blocks),
-            "cross_attention": tuple(
-                block.compute_cross_attention_cache(encoder_outputs)
-                for block in self.decoder_blocks
-            ),  # each (keys, values), both (B, h, S, D / h)
-            "encoder_padding_mask": encoder_padding_mask,
-        }
-        if self.output_projection is None:
-            cache["output_kernel"] = self.target_embedding.projection_kernel()
-        return cache
+        return tuple((empty, empty) for _ in self.decoder_blocks)
 
-    def decode_step(self, token_ids, cache, index, grow_cache=False):
+    def decode_step(
+        self,
+        token_ids,
+        cache,
+        index,
+        cross_attention_cache,
+        encoder_padding_mask,
+        cache_update="append",
+    ):
         """Decodes `token_ids` at positions `index, index + 1, ...` with a cache.
 
-        Each call costs only the new tokens: their keys and values are
-        written into the cache and earlier ones are read back.
+        Each call costs only the new tokens: their keys and values enter
+        the cache and earlier ones are read back.
 
         Args:
-            token_ids: int (B', t), usually t = 1; B' = B, or B * K with
-                the per-item part of the cache kept at B rows.
-            cache: from `init_cache` or a previous `decode_step`.
+            token_ids: int (B', t), usually t = 1; B' = B, or B * K rows
+                for B source items.
+            cache: from `init_cache` or a previous `decode_step`, B' rows.
             index: int or scalar tensor, position of `token_ids[:, 0]`.
-            grow_cache: the self-attention caches hold the `index`
-                positions before it (`init_cache(max_length=None)`) and grow
-                by t, instead of being written in place.
+            cross_attention_cache: from `compute_cross_attention_cache`, B
+                rows.
+            encoder_padding_mask: (B, S) from `encode`.
+            cache_update: "append" for caches of `index` positions that
+                grow by t, "write" for buffers written in place (see
+                `init_cache`).
 
         Returns:
             `(logits, cache)`: float32 (B', t, vocab_size) and the updated
             cache.
         """
         x = self.target_embedding(token_ids, start_index=index)  # (B', t, D)
-        self_attention_caches = []
+        new_cache = []
         for block, self_cache, cross_cache in zip(
-            self.decoder_blocks,
-            cache["self_attention"],
-            cache["cross_attention"],
-            strict=True,
+            self.decoder_blocks, cache, cross_attention_cache, strict=True
         ):
             x, self_cache = block(
                 x,
-                encoder_padding_mask=cache["encoder_padding_mask"],
+                encoder_padding_mask=encoder_padding_mask,
                 self_attention_cache=self_cache,
                 cross_attention_cache=cross_cache,
                 cache_index=index,
-                grow_cache=grow_cache,
+                cache_update=cache_update,
             )
-            self_attention_caches.append(self_cache)
-        cache = {**cache, "self_attention": tuple(self_attention_caches)}
-        return self._logits(x, cache.get("output_kernel")), cache
+            new_cache.append(self_cache)
+        return self._logits(x), tuple(new_cache)
 
-    def _logits(self, decoder_outputs, output_kernel=None):
+    def _logits(self, decoder_outputs):
         if self.decoder_layer_norm is not None:
             decoder_outputs = self.decoder_layer_norm(decoder_outputs)
         if self.output_projection is None:
-            return self.target_embedding(
-                decoder_outputs, reverse=True, projection_kernel=output_kernel
-            )  # (B, T, V)
+            return self.target_embedding(decoder_outputs, reverse=True)  # (B, T, V)
         return ops.cast(self.output_projection(decoder_outputs), "float32")
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {
+            "config": self.config.to_dict(),
+            "name": self.name,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
 
     @classmethod
     def from_config(cls, config):

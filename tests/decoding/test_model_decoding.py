@@ -8,11 +8,6 @@ from tests.decoding.conftest import SOURCES, START
 LENGTHS = [6, 3, 4]
 
 
-def model_cache(model, sources, length):
-    encoder_outputs, encoder_padding_mask = model.encode(sources)
-    return model.init_cache(encoder_outputs, encoder_padding_mask, length)
-
-
 def padded(ids, length):
     return np.pad(ids, [(0, 0)] * (ids.ndim - 1) + [(0, length - ids.shape[-1])])
 
@@ -81,11 +76,11 @@ def test_cached_beam_search_equals_an_uncached_step_function(model, end_id):
 
 def test_beam_size_1_without_length_penalty_equals_greedy(model, end_id):
     greedy_ids, greedy_scores = decode(model, SOURCES, end_id=end_id, extra_length=3)
-    next_fn, state = make_next_fn(model, model_cache(model, SOURCES, 9))
+    next_fn = make_next_fn(model, *model.encode(SOURCES))
     ids, scores = beam_search(
         next_fn,
         [START] * 3,
-        state,
+        model.init_cache(len(SOURCES)),
         max_length=9,
         end_id=end_id,
         beam_size=1,

@@ -47,11 +47,12 @@ def test_source_padding_never_changes_outputs():
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
-def test_cached_steps_equal_one_full_pass(norm_first):
+@pytest.mark.parametrize("cache_update", ["write", "append"])
+def test_cached_steps_equal_one_full_pass(norm_first, cache_update):
     block = DecoderBlock(num_heads=4, d_ff=32, norm_first=norm_first)
     full = np.array(block(TARGET, SOURCE, encoder_padding_mask=SOURCE_PADDING))
     cross_cache = block.compute_cross_attention_cache(SOURCE)
-    empty = np.zeros((2, 4, 9, 4), "float32")
+    empty = np.zeros((2, 4, 9 if cache_update == "write" else 0, 4), "float32")
     self_cache = (empty, empty)
     for t in range(5):
         output, self_cache = block(
@@ -60,8 +61,37 @@ def test_cached_steps_equal_one_full_pass(norm_first):
             self_attention_cache=self_cache,
             cross_attention_cache=cross_cache,
             cache_index=t,
+            cache_update=cache_update,
         )
         np.testing.assert_allclose(output[:, 0], full[:, t], atol=1e-5)
+
+
+def test_a_cross_attention_cache_per_item_serves_several_rows_per_item():
+    block = DecoderBlock(num_heads=4, d_ff=32)
+    beams = 3  # rows b * 3 + k, as beam search lays them out
+    target = RNG.normal(size=(2 * beams, 1, 16)).astype("float32")
+    expected = block(
+        target,
+        np.repeat(SOURCE, beams, axis=0),
+        encoder_padding_mask=np.repeat(SOURCE_PADDING, beams, axis=0),
+    )
+    empty = np.zeros((2 * beams, 4, 0, 4), "float32")
+    outputs, _ = block(
+        target,
+        encoder_padding_mask=SOURCE_PADDING,
+        self_attention_cache=(empty, empty),
+        cross_attention_cache=block.compute_cross_attention_cache(SOURCE),
+        cache_index=0,
+        cache_update="append",
+    )  # the cache keeps one row per item
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+
+
+def test_a_self_attention_cache_needs_an_update_mode():
+    block = DecoderBlock(num_heads=4, d_ff=32)
+    empty = np.zeros((2, 4, 0, 4), "float32")
+    with pytest.raises(ValueError, match="cache_update"):
+        block(TARGET, SOURCE, self_attention_cache=(empty, empty), cache_index=0)
 
 
 def test_returns_cross_attention_scores():

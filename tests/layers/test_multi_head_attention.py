@@ -15,9 +15,9 @@ def paired_layers(num_heads=4, key_dim=4, value_dim=None):
     """Ours and Keras's, with Keras's (randomised) weights copied into ours.
 
     Keras keeps one (D, h, d) kernel and (h, d) bias per projection. Ours:
-    `query` is Keras's query reshaped to (D, h * K); `key_value` puts each
-    head's key columns before its value columns, (D, h, K + V) flattened;
-    `output` is Keras's (h, V, D) reshaped to (h * V, D).
+    `query` is Keras's query reshaped to (D, h * K); the keys and values go
+    through `fuse_key_value` as (D, h * d) kernels; `output` is Keras's
+    (h, V, D) reshaped to (h * V, D).
     """
     ours = MultiHeadAttention(num_heads, key_dim, value_dim)
     reference = keras.layers.MultiHeadAttention(num_heads, key_dim, value_dim)
@@ -37,13 +37,12 @@ def paired_layers(num_heads=4, key_dim=4, value_dim=None):
     ours.query_dense.set_weights(
         [query_kernel.reshape(ours.query_dense.kernel.shape), query_bias.ravel()]
     )
-    ours.key_value_dense.set_weights(
-        [
-            np.concatenate([key_kernel, value_kernel], axis=-1).reshape(
-                ours.key_value_dense.kernel.shape
-            ),
-            np.concatenate([key_bias, value_bias], axis=-1).ravel(),
-        ]
+    width = key_kernel.shape[0]
+    ours.fuse_key_value(
+        key_kernel.reshape(width, -1),
+        key_bias.ravel(),
+        value_kernel.reshape(width, -1),
+        value_bias.ravel(),
     )
     ours.output_dense.set_weights(
         [output_kernel.reshape(ours.output_dense.kernel.shape), output_bias]
@@ -132,12 +131,12 @@ def test_future_keys_do_not_change_past_outputs():
     )
 
 
-@pytest.mark.parametrize("grow_cache", [False, True])
-def test_self_attention_cache_equals_full_causal_pass(grow_cache):
+@pytest.mark.parametrize("cache_update", ["write", "append"])
+def test_self_attention_cache_equals_full_causal_pass(cache_update):
     layer = MultiHeadAttention(4, 4)
     full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
     # a buffer with room for more than 5 tokens, or an empty cache that grows
-    empty = np.zeros((2, 4, 0 if grow_cache else 8, 4), "float32")
+    empty = np.zeros((2, 4, 0 if cache_update == "append" else 8, 4), "float32")
     cache = (empty, empty)
     for t in range(5):
         step = QUERY[:, t : t + 1]
@@ -147,23 +146,24 @@ def test_self_attention_cache_equals_full_causal_pass(grow_cache):
             use_causal_mask=True,
             cache=cache,
             cache_index=t,
-            grow_cache=grow_cache,
+            cache_update=cache_update,
         )
         np.testing.assert_allclose(output[:, 0], full[:, t], atol=1e-5)
-        assert cache[0].shape[2] == (t + 1 if grow_cache else 8)
+        assert cache[0].shape[2] == (t + 1 if cache_update == "append" else 8)
 
 
-def test_a_growing_cache_takes_several_tokens_a_step():
+@pytest.mark.parametrize("cache_update", ["write", "append"])
+def test_a_cache_takes_several_tokens_a_step(cache_update):
     layer = MultiHeadAttention(4, 4)
     full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
-    empty = np.zeros((2, 4, 0, 4), "float32")
+    empty = np.zeros((2, 4, 0 if cache_update == "append" else 5, 4), "float32")
     first, cache = layer(
         QUERY[:, :2],
         QUERY[:, :2],
         use_causal_mask=True,
         cache=(empty, empty),
         cache_index=0,
-        grow_cache=True,
+        cache_update=cache_update,
     )
     rest, cache = layer(
         QUERY[:, 2:],
@@ -171,7 +171,7 @@ def test_a_growing_cache_takes_several_tokens_a_step():
         use_causal_mask=True,
         cache=cache,
         cache_index=2,
-        grow_cache=True,
+        cache_update=cache_update,
     )
     np.testing.assert_allclose(np.concatenate([first, rest], 1), full, atol=1e-5)
 
@@ -181,28 +181,44 @@ def test_cross_attention_cache_equals_direct_call():
     direct = layer(QUERY, VALUE, padding_mask=PADDING)
     keys, values = layer.compute_cache(VALUE)
     assert (tuple(keys.shape), tuple(values.shape)) == ((2, 4, 7, 4), (2, 4, 7, 6))
-    cache = (keys, values)
-    cached = layer(QUERY, padding_mask=PADDING, cache=cache)
+    cached, cache = layer(QUERY, padding_mask=PADDING, cache=(keys, values))
     np.testing.assert_allclose(cached, direct, atol=1e-6)
+    assert cache[0] is keys and cache[1] is values  # read as given
 
 
-def test_cross_attention_cache_per_item_serves_several_rows_per_item():
+def test_split_and_fuse_key_value_are_inverse_and_match_the_projection():
+    layer = MultiHeadAttention(2, 4, value_dim=3)
+    layer(QUERY, VALUE)
+    (key_kernel, key_bias), (value_kernel, value_bias) = layer.split_key_value()
+    assert key_kernel.shape == (16, 8) and value_kernel.shape == (16, 6)
+    key_bias, value_bias = RNG.normal(size=8), RNG.normal(size=6)
+    layer.fuse_key_value(key_kernel, key_bias, value_kernel, value_bias)
+    keys, values = layer.compute_cache(VALUE)  # (B, h, S, K|V)
+    expected_keys = (VALUE @ key_kernel + key_bias).reshape(2, 7, 2, 4)
+    expected_values = (VALUE @ value_kernel + value_bias).reshape(2, 7, 2, 3)
+    np.testing.assert_allclose(keys, expected_keys.transpose(0, 2, 1, 3), atol=1e-5)
+    np.testing.assert_allclose(values, expected_values.transpose(0, 2, 1, 3), atol=1e-5)
+    split = layer.split_key_value()
+    np.testing.assert_array_equal(split[0][1], key_bias.astype("float32"))
+    np.testing.assert_array_equal(split[1][0], value_kernel)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"cache_update": "grow"}, "cache_update must be"),
+        ({"cache_update": "append"}, "needs a `cache`"),
+        ({"cache_index": 0, "cache_update": "write"}, "needs a `cache`"),
+        ({"with_cache": True, "return_attention_scores": True}, "not supported"),
+    ],
+)
+def test_meaningless_cache_arguments_raise_value_error(arguments, message):
     layer = MultiHeadAttention(4, 4)
-    beams = 3  # rows b * 3 + k, as beam search lays them out
-    queries = RNG.normal(size=(2 * beams, 2, 16)).astype("float32")
-    tiled = np.repeat(VALUE, beams, axis=0)
-    expected, expected_scores = layer(
-        queries,
-        tiled,
-        padding_mask=np.repeat(PADDING, beams, axis=0),
-        return_attention_scores=True,
-    )
-    cache = layer.compute_cache(VALUE)  # (2, ...): one row per item
-    outputs, scores = layer(
-        queries, padding_mask=PADDING, cache=cache, return_attention_scores=True
-    )
-    np.testing.assert_allclose(outputs, expected, atol=1e-5)
-    np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
+    layer(QUERY, VALUE)
+    if arguments.pop("with_cache", False):
+        arguments["cache"] = layer.compute_cache(VALUE)
+    with pytest.raises(ValueError, match=message):
+        layer(QUERY, VALUE, **arguments)
 
 
 def test_an_empty_batch_keeps_its_shapes():
@@ -218,7 +234,7 @@ def test_an_empty_batch_keeps_its_shapes_through_a_cross_attention_cache():
     layer = MultiHeadAttention(4, 4)
     layer.build(QUERY.shape, VALUE.shape)
     cache = layer.compute_cache(VALUE[:0])
-    assert tuple(layer(QUERY[:0], cache=cache).shape) == (0, 5, 16)
+    assert tuple(layer(QUERY[:0], cache=cache)[0].shape) == (0, 5, 16)
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])

@@ -127,19 +127,6 @@ def test_reverse_projects_on_the_embedding_matrix_in_float32():
     assert layer.compute_mask(hidden) is None
 
 
-def test_reverse_with_a_precomputed_projection_kernel():
-    layer = PositionalEmbedding(vocab_size=20, d_model=8)
-    layer.build()
-    hidden = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
-    kernel = layer.projection_kernel()
-    assert tuple(kernel.shape) == (8, 20)
-    np.testing.assert_allclose(
-        layer(hidden, reverse=True, projection_kernel=kernel),
-        layer(hidden, reverse=True),
-        atol=1e-6,
-    )
-
-
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -51,7 +51,8 @@ def test_greedy_sampler_over_cached_steps_picks_the_full_pass_argmax():
     source[1, 4:] = 0
     batch, steps = len(source), 5
     encoder_outputs, mask = model.encode(source)
-    cache = model.init_cache(encoder_outputs, mask, max_length=steps)
+    cross_attention_cache = model.compute_cross_attention_cache(encoder_outputs)
+    cache = model.init_cache(batch, max_length=steps)
     prompt = np.concatenate(
         [np.full((batch, 1), START), np.zeros((batch, steps), int)], 1
     )  # (B, 1 + steps)
@@ -59,7 +60,9 @@ def test_greedy_sampler_over_cached_steps_picks_the_full_pass_argmax():
 
     def next_fn(prompt, cache, index):
         tokens = ops.slice(prompt, (0, index - 1), (batch, 1))  # (B, 1)
-        step_logits, cache = model.decode_step(tokens, cache, index - 1)
+        step_logits, cache = model.decode_step(
+            tokens, cache, index - 1, cross_attention_cache, mask, "write"
+        )
         return ops.where(not_padding, step_logits[:, 0], -1e9), None, cache
 
     ids = keras_hub.samplers.GreedySampler()(

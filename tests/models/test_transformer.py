@@ -97,10 +97,16 @@ def test_cached_decoding_equals_the_teacher_forced_pass(norm_first, max_length):
     source[1, 5:] = 0
     full = logits(model, source, TARGET)
     encoder_outputs, encoder_padding_mask = model.encode(source)
-    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length)
+    cross_attention_cache = model.compute_cross_attention_cache(encoder_outputs)
+    cache = model.init_cache(len(source), max_length)
     for t in range(TARGET.shape[1]):
         step_logits, cache = model.decode_step(
-            TARGET[:, t : t + 1], cache, t, grow_cache=max_length is None
+            TARGET[:, t : t + 1],
+            cache,
+            t,
+            cross_attention_cache,
+            encoder_padding_mask,
+            cache_update="append" if max_length is None else "write",
         )
         np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
 
@@ -123,9 +129,10 @@ def test_marian_options_decode_cached_and_round_trip(variant, tmp_path):
     full = logits(model, SOURCE, target)
     assert full.shape[-1] == model.config.output_vocab_size
     encoder_outputs, encoder_padding_mask = model.encode(SOURCE)
-    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
+    context = model.compute_cross_attention_cache(encoder_outputs), encoder_padding_mask
+    cache = model.init_cache(len(SOURCE))
     for t in range(target.shape[1]):
-        step_logits, cache = model.decode_step(target[:, t : t + 1], cache, t)
+        step_logits, cache = model.decode_step(target[:, t : t + 1], cache, t, *context)
         np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras")
@@ -142,11 +149,14 @@ def test_cached_decoding_equals_the_teacher_forced_pass_under_a_mixed_policy(pol
         keras.mixed_precision.set_global_policy("float32")
     full = logits(model, SOURCE, TARGET)
     encoder_outputs, encoder_padding_mask = model.encode(SOURCE)
-    cache = model.init_cache(encoder_outputs, encoder_padding_mask, max_length=10)
-    keys, values = cache["self_attention"][0]
+    context = model.compute_cross_attention_cache(encoder_outputs), encoder_padding_mask
+    cache = model.init_cache(len(SOURCE), max_length=10)
+    keys, values = cache[0]
     assert keys.dtype == values.dtype == policy.removeprefix("mixed_")
     for t in range(TARGET.shape[1]):
-        step_logits, cache = model.decode_step(TARGET[:, t : t + 1], cache, t)
+        step_logits, cache = model.decode_step(
+            TARGET[:, t : t + 1], cache, t, *context, cache_update="write"
+        )
         assert step_logits.dtype == "float32"
         np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=0.05)
 
@@ -203,3 +213,21 @@ def test_cross_attention_of_every_layer_and_head(norm_first):
             return_attention_scores=True,
         )
         np.testing.assert_allclose(attention[:, layer], scores, atol=1e-6)
+
+
+def test_a_dtype_policy_reaches_every_layer_and_round_trips(tmp_path):
+    config = TransformerConfig.tiny(VOCAB, d_model=32, d_ff=64, norm_first=True)
+    model = Transformer(config, dtype="mixed_bfloat16")  # the global policy: float32
+    layers = [model, *model.layers[2:], *model.decoder_blocks[0]._flatten_layers()]
+    assert model.layers[0].name.endswith("inputs")  # the int32 inputs come first
+    assert {layer.dtype_policy.name for layer in layers} == {"mixed_bfloat16"}
+    assert logits(model, SOURCE, TARGET).dtype == "float32"
+    assert model.decode(TARGET, *model.encode(SOURCE)).dtype == "float32"
+    rebuilt = Transformer.from_config(model.get_config())
+    assert rebuilt.dtype_policy.name == "mixed_bfloat16"
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert reloaded.target_embedding.compute_dtype == "bfloat16"
+    np.testing.assert_allclose(
+        logits(reloaded, SOURCE, TARGET), logits(model, SOURCE, TARGET), atol=1e-6
+    )
