@@ -11,6 +11,38 @@ from keras_transformer.layers.masks import mask_fill_value, merge_masks
 CACHE_UPDATES = ("append", "write")
 
 
+def write_positions(cache, updates, index):
+    """Each tensor of `cache`, (B, h, L, d), with the matching one of
+    `updates`, (B, h, T, d), at positions index + t: the "write" update.
+
+    A scatter rather than `ops.slice_update`, which on TensorFlow is
+    `XlaDynamicUpdateSlice`: an op that TensorFlow Serving cannot run
+    without XLA (tensorflow/serving#2217), and a SavedModel's `sample`
+    signature writes its caches in place. The indices are sums of broadcast
+    ranges, flattened to the (N, 3) rows that `ops.scatter_update` takes on
+    every backend.
+
+    Example:
+
+    >>> cache = (np.zeros((1, 1, 3, 2), "float32"),)
+    >>> written = write_positions(cache, (np.ones((1, 1, 1, 2), "float32"),), 1)
+    >>> ops.convert_to_numpy(written[0])[0, 0]
+    array([[0., 0.],
+           [1., 1.],
+           [0., 0.]], dtype=float32)
+    """
+    batch, heads, length = ops.shape(updates[0])[:3]
+    rows = ops.reshape(ops.arange(batch), (-1, 1, 1, 1)) * np.array([1, 0, 0])
+    head = ops.reshape(ops.arange(heads), (1, -1, 1, 1)) * np.array([0, 1, 0])
+    positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
+    indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
+    rows = ops.reshape(indices, (-1, 3))  # (B * h * T, 3)
+    return tuple(
+        ops.scatter_update(tensor, rows, ops.reshape(new, (-1, new.shape[-1])))
+        for tensor, new in zip(cache, updates, strict=True)  # (B * h * T, d)
+    )
+
+
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention, section 3.2 of "Attention Is All You Need".
@@ -223,11 +255,7 @@ class MultiHeadAttention(keras.layers.Layer):
             )  # (B, h, cache_index + T, K|V)
         elif cache_update == "write":
             new = self.compute_cache(value, key)  # (B, h, T, K|V)
-            start = (0, 0, cache_index, 0)
-            keys_values = tuple(
-                ops.slice_update(old, start, ops.cast(update, old.dtype))
-                for old, update in zip(cache, new, strict=True)
-            )  # (B, h, L, K|V)
+            keys_values = write_positions(cache, new, cache_index)  # (B, h, L, K|V)
         else:
             keys_values = cache
         queries = self._heads(self.query_dense, query, self.key_dim)  # (B, T, h, K)
