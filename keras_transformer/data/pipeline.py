@@ -4,7 +4,7 @@ import math
 
 import tensorflow as tf
 
-from keras_transformer.data.tokenizer import END_ID, START_ID
+from keras_transformer.special_ids import END_ID, START_ID
 
 # Extra pairs `mix_pairs` shuffles together: all of Ding's 80,401 phrases,
 # a bounded window of a larger split.

@@ -11,8 +11,8 @@ import sentencepiece
 import tensorflow as tf
 
 from keras_transformer.data.sentencepiece_model import sentencepiece_tokenizer
+from keras_transformer.special_ids import END_ID, PAD_ID, START_ID, UNKNOWN_ID
 
-PAD_ID, START_ID, END_ID, UNKNOWN_ID = 0, 1, 2, 3
 # Sentences a vocabulary is trained on at most (both sides of 250k pairs): a
 # larger corpus is sampled. SentencePiece's peak memory follows its input,
 # at about 20 bytes a character: some 1.5 GB for 500k sentences of WMT length.
@@ -236,6 +236,26 @@ def load_tokenizer(path):
 
         return MarianTokenizer.load(path)
     return SubwordTokenizer.load(path)
+
+
+def sentencepiece_processors(path):
+    """`(source, target)` `sentencepiece.SentencePieceProcessor`s of a saved
+    tokenizer file (see `load_tokenizer`): its SentencePiece model twice, or
+    an imported Marian tokenizer's source.spm and target.spm. Their pieces
+    are the vocabulary's (a Marian vocabulary maps each piece to one id).
+    Plain Python, for engines that take pieces (CTranslate2).
+    """
+    if zipfile.is_zipfile(path):
+        from keras_transformer.marian.checkpoint import SOURCE_SPM, TARGET_SPM
+
+        with zipfile.ZipFile(path) as archive:
+            models = archive.read(SOURCE_SPM), archive.read(TARGET_SPM)
+    else:
+        with open(path, "rb") as file:
+            models = (file.read(),) * 2
+    return tuple(
+        sentencepiece.SentencePieceProcessor(model_proto=model) for model in models
+    )
 
 
 def vocabulary_size(model, name="the SentencePiece model"):

@@ -10,6 +10,8 @@ import tensorflow as tf
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
 from keras_transformer.decoding.hub_sampling import sample
+from keras_transformer.decoding_defaults import ALPHA, EXTRA_LENGTH, SCORING
+from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
 
 def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="append"):
@@ -67,10 +69,10 @@ def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="app
 def decoding_limits(encoder_inputs, extra_length, max_length):
     """Per-example limits `source length + extra_length`, capped by `max_length`.
 
-    The source length counts the non-padding (non-zero) tokens.
+    The source length counts the non-padding tokens.
 
     Args:
-        encoder_inputs: int (B, S), 0 for padding.
+        encoder_inputs: int (B, S), `PAD_ID` (0) for padding.
         extra_length: int, tokens allowed beyond the source length.
         max_length: int or scalar tensor, the cap.
 
@@ -82,7 +84,7 @@ def decoding_limits(encoder_inputs, extra_length, max_length):
     >>> decoding_limits(np.array([[5, 6, 0], [5, 6, 7]]), 1, 3).numpy()
     array([3, 3], dtype=int32)
     """
-    is_token = tf.not_equal(encoder_inputs, 0)  # (B, S)
+    is_token = tf.not_equal(encoder_inputs, PAD_ID)  # (B, S)
     source_lengths = tf.reduce_sum(tf.cast(is_token, tf.int32), axis=1)  # (B,)
     return tf.minimum(source_lengths + extra_length, max_length)  # (B,)
 
@@ -90,15 +92,15 @@ def decoding_limits(encoder_inputs, extra_length, max_length):
 def decode(
     model,
     encoder_inputs,
-    start_id=1,
-    end_id=2,
+    start_id=START_ID,
+    end_id=END_ID,
     beam_size=1,
-    alpha=0.6,
+    alpha=ALPHA,
     num_results=1,
-    extra_length=50,
+    extra_length=EXTRA_LENGTH,
     max_length=None,
     sampler=None,
-    scoring="gnmt",
+    scoring=SCORING,
     fixed_cache=False,
 ):
     """Decodes `encoder_inputs` with `model`: greedy if `beam_size` is 1.
@@ -123,7 +125,8 @@ def decode(
         start_id: the token that starts every target.
         end_id: the end-of-sequence token.
         beam_size: beams per example; 1 for greedy decoding. A scalar
-            int32 tensor always runs beam search (of that width).
+            int32 tensor always runs beam search (of that width), see
+            `is_greedy`.
         alpha: length-penalty exponent of beam search (unused when greedy).
         num_results: hypotheses returned per example, <= `beam_size`.
         extra_length: tokens allowed beyond the source length.
@@ -209,7 +212,7 @@ def decode(
         arguments["cache_shapes"] = tf.nest.map_structure(
             lambda x: tf.TensorShape([None, x.shape[1], None, x.shape[3]]), state
         )
-    if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
+    if is_greedy(beam_size):
         ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
         return ids[:, None], scores[:, None]
     return beam_search(
@@ -221,6 +224,20 @@ def decode(
     )  # (B, N, L), (B, N)
 
 
+def is_greedy(beam_size):
+    """Whether `beam_size` means greedy decoding: the number 1.
+
+    A tensor always means beam search, whatever its value: inside a
+    `tf.function` its value is not known when the loop is chosen.
+
+    Example:
+
+    >>> is_greedy(1), is_greedy(4), is_greedy(tf.constant(1))
+    (True, False, False)
+    """
+    return not isinstance(beam_size, tf.Tensor) and beam_size == 1
+
+
 def _log_probability(model, ids, encoder_outputs, encoder_padding_mask, start_id):
     """Sum of the log-probabilities of `ids` (B, L), 0 for padding -> (B,)."""
     log_probs = token_log_probabilities(
@@ -230,7 +247,7 @@ def _log_probability(model, ids, encoder_outputs, encoder_padding_mask, start_id
 
 
 def token_log_probabilities(
-    model, ids, encoder_outputs, encoder_padding_mask, start_id=1
+    model, ids, encoder_outputs, encoder_padding_mask, start_id=START_ID
 ):
     """Forced decoding: the log-probability of each token of given targets.
 
@@ -266,4 +283,4 @@ def token_log_probabilities(
     logits = model.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B, L, V)
     token_log_probs = tf.gather(log_probs, ids, batch_dims=2)  # (B, L)
-    return tf.where(ids != 0, token_log_probs, 0.0)
+    return tf.where(ids != PAD_ID, token_log_probs, 0.0)

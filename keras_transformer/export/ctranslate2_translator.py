@@ -3,14 +3,14 @@
 import json
 import os
 
+from keras_transformer.data.tokenizer import sentencepiece_processors
+from keras_transformer.decoding_defaults import decoding_settings
 from keras_transformer.export.ctranslate2_model import (
     SETTINGS_FILE,
     import_ctranslate2,
     is_ctranslate2_export,
 )
 from keras_transformer.export.saved_model import VOCABULARY_FILE
-from keras_transformer.marian.vocabulary import sentencepiece_processors
-from keras_transformer.recipe.config import decoding_settings
 
 
 class CTranslate2Translator:

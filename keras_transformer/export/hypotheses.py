@@ -15,6 +15,7 @@ import random
 
 import tensorflow as tf
 
+from keras_transformer.decoding_defaults import decoding_settings
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 from keras_transformer.export.streaming import (
@@ -23,13 +24,12 @@ from keras_transformer.export.streaming import (
     load_export,
     translate_batches,
 )
-from keras_transformer.recipe.config import decoding_settings
 
 SAMPLING_FORMS = "topk:K (an int K >= 1) or topp:P (0 < P <= 1)"
 
 
 def parse_sampling(text):
-    """("topk", K) or ("topp", P) of a `--sampling` value.
+    """("topk", K) or ("topp", P) of a text "topk:K" or "topp:P".
 
     Example:
 
@@ -46,7 +46,7 @@ def parse_sampling(text):
         "topp": lambda p: p is not None and 0 < p <= 1,
     }
     if kind not in valid or not valid[kind](number):
-        raise ValueError(f"--sampling takes {SAMPLING_FORMS}, got {text!r}.")
+        raise ValueError(f"sampling takes {SAMPLING_FORMS}, got {text!r}.")
     return kind, number
 
 
@@ -79,9 +79,9 @@ def hypotheses_function(
             `nbest` or `sample` signature it needs.
     """
     if n_best < 1:
-        raise ValueError(f"--n-best must be >= 1, got {n_best}.")
+        raise ValueError(f"n_best must be >= 1, got {n_best}.")
     if temperature <= 0:
-        raise ValueError(f"--temperature must be > 0, got {temperature}.")
+        raise ValueError(f"temperature must be > 0, got {temperature}.")
     if seed is None:
         seed = random.randrange(2**31)
     if is_ctranslate2_export(path):
@@ -163,7 +163,7 @@ def _samples_function(export, path, n_best, sampling, temperature, seed):
 def _check_n_best(n_best, beam_size, sampling):
     if sampling is None and n_best > beam_size:
         raise ValueError(
-            f"--n-best {n_best} needs --beam-size >= {n_best}, got {beam_size}."
+            f"n_best {n_best} needs beam_size >= {n_best}, got {beam_size}."
         )
 
 

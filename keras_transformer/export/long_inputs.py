@@ -178,8 +178,8 @@ class LongInputs:
         if self.long_lines == 1:
             print(
                 f"warning: line {self.lines} is longer than the limit of "
-                f"{self.limit} pieces and was cut there (--long-inputs split "
-                "translates it whole)",
+                f"{self.limit} pieces and was cut there (the policy "
+                '"split" translates it whole)',
                 file=sys.stderr,
             )
 

@@ -11,12 +11,12 @@ import sys
 
 import tensorflow as tf
 
+from keras_transformer.data.tokenizer import sentencepiece_processors
+from keras_transformer.decoding_defaults import decoding_settings
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
 from keras_transformer.export.long_inputs import LongInputs, check_policy
 from keras_transformer.export.saved_model import VOCABULARY_FILE
-from keras_transformer.marian.vocabulary import sentencepiece_processors
-from keras_transformer.recipe.config import decoding_settings
 
 
 def load_export(path, threads=None):
@@ -49,16 +49,12 @@ def load_export(path, threads=None):
 
 
 def translation_function(
-    path,
-    signature="serving_default",
-    beam_size=None,
-    alpha=None,
-    threads=None,
-    long_inputs=None,
-    batch_size=32,
-    max_input_length=None,
+    path, signature="serving_default", beam_size=None, alpha=None, threads=None
 ):
     """A function of a list of str that returns their translations.
+
+    A source longer than the model's limit is cut there, as the export
+    does; `long_inputs_function` splits it instead.
 
     Args:
         path: an export: a SavedModel's version folder (`export_translator`)
@@ -69,45 +65,69 @@ def translation_function(
             signature); one left None takes the export's value.
         threads: CPU threads of the engine (`set_threads`); None leaves
             the engine's default (all cores).
-        long_inputs: None (a source longer than the model's limit is cut
-            there, as the export does), or a `LongInputs` policy: "split"
-            or "truncate" (cut, and counted).
-        batch_size: with `long_inputs`, the most texts per engine call.
-        max_input_length: with `long_inputs` "split", split longer sources
-            than this many pieces (at most, and by default, the model's
-            limit), see `LongInputs`.
 
     Returns:
-        A function of a list of str (B,) -> a list of str (B,); with
-        `long_inputs`, a `LongInputs` (its `summary()` counts long lines).
+        A function of a list of str (B,) -> a list of str (B,).
     """
+    translate, _ = _open_export(path, signature, beam_size, alpha, threads)
+    return translate
+
+
+def long_inputs_function(
+    path,
+    policy="split",
+    batch_size=32,
+    max_input_length=None,
+    signature="serving_default",
+    beam_size=None,
+    alpha=None,
+    threads=None,
+):
+    """`translation_function` that splits (or cuts and counts) long sources.
+
+    Args:
+        path, signature, beam_size, alpha, threads: see
+            `translation_function`.
+        policy: "split" or "truncate" (cut, and counted), see `LongInputs`.
+        batch_size: the most texts per engine call.
+        max_input_length: with "split", split longer sources than this many
+            pieces (at most, and by default, the model's limit).
+
+    Returns:
+        A `LongInputs`: a function of a list of str (B,) -> a list of str
+        (B,), whose `summary()` counts the long lines.
+    """
+    check_policy(policy)
+    translate, source_limit = _open_export(path, signature, beam_size, alpha, threads)
+    tokenizer, limit = source_limit()
+    return LongInputs(translate, tokenizer, limit, policy, batch_size, max_input_length)
+
+
+def _open_export(path, signature, beam_size, alpha, threads):
+    """`(translate, source_limit)` of an export: its translation function and
+    a function that returns its SentencePiece processor and the most source
+    pieces it reads."""
     if (beam_size, alpha) != (None, None) and signature != "serving_default":
-        raise ValueError("--beam-size and --alpha go with the beam search signature.")
+        raise ValueError(
+            "beam_size and alpha go with the serving_default signature (beam "
+            f"search), not {signature!r}."
+        )
     if beam_size is not None and beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
     if threads is not None and threads < 0:
         raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}.")
-    if long_inputs is not None:
-        check_policy(long_inputs)
     if is_ctranslate2_export(path):
         translator = CTranslate2Translator(path, threads=threads)
         translate = _ctranslate2_function(translator, signature, beam_size, alpha)
-        tokenizer, limit = translator.tokenizer, translator.max_length - 1
-    else:
-        export = load_export(path, threads)
-        run = _saved_model_function(export, signature, beam_size, alpha)
+        return translate, lambda: (translator.tokenizer, translator.max_length - 1)
+    export = load_export(path, threads)
+    run = _saved_model_function(export, signature, beam_size, alpha)
 
-        def translate(texts):
-            texts = run(tf.constant(texts, tf.string)).numpy()
-            return [text.decode("utf-8") for text in texts]
+    def translate(texts):
+        texts = run(tf.constant(texts, tf.string)).numpy()
+        return [text.decode("utf-8") for text in texts]
 
-        if long_inputs is not None:
-            tokenizer, limit = _saved_model_limit(export, path)
-    if long_inputs is None:
-        return translate
-    return LongInputs(
-        translate, tokenizer, limit, long_inputs, batch_size, max_input_length
-    )
+    return translate, lambda: _saved_model_limit(export, path)
 
 
 def set_threads(threads):
@@ -128,7 +148,7 @@ def set_threads(threads):
         threading.set_inter_op_parallelism_threads(threads)
     except RuntimeError:  # TensorFlow has started its thread pools
         print(
-            f"warning: TensorFlow runs already; --threads {threads} is not applied",
+            f"warning: TensorFlow runs already; threads={threads} is not applied",
             file=sys.stderr,
         )
 
@@ -157,11 +177,10 @@ def _saved_model_function(export, signature, beam_size, alpha):
     defaults = getattr(export, "defaults", None)
     if defaults is None and None in (beam_size, alpha):
         raise ValueError(
-            "This export does not record its beam size and alpha; give both "
-            "--beam-size and --alpha."
+            "This export records no decoding settings; give both beam_size and alpha."
         )
     saved = {name: value.numpy() for name, value in (defaults or {}).items()}
-    beam_size, alpha = decoding_settings(beam_size, alpha, saved or None)
+    beam_size, alpha = decoding_settings(beam_size, alpha, saved)
     run = export.signatures["beam"]
     return lambda texts: run(
         text=texts, beam_size=tf.constant(beam_size), alpha=tf.constant(alpha)
@@ -315,7 +334,7 @@ def translate_lines(
         beam_size, alpha, signature, threads: see `translation_function`.
         total: the number of lines, for the progress bar.
         long_inputs: "split" or "truncate", see `LongInputs`.
-        max_input_length: see `translation_function`.
+        max_input_length: see `long_inputs_function`.
         references: None, or a list of str, a reference per line.
         window: lines read ahead and sorted by length (1: each line is
             translated before the next is read, for a terminal).
@@ -325,16 +344,15 @@ def translate_lines(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-    check_policy(long_inputs)
-    translate = translation_function(
+    translate = long_inputs_function(
         path,
+        long_inputs,
+        batch_size,
+        max_input_length,
         signature,
         beam_size,
         alpha,
         threads,
-        long_inputs,
-        batch_size,
-        max_input_length,
     )
     translations = [] if references is not None else None
     for ahead in translate_batches(

@@ -3,10 +3,15 @@
 import keras_hub
 import tensorflow as tf
 
+from keras_transformer import decoding_defaults
 from keras_transformer.data.pipeline import truncate_with_end_id
-from keras_transformer.data.tokenizer import END_ID, START_ID
-from keras_transformer.decoding.model_decoding import decode, token_log_probabilities
+from keras_transformer.decoding.model_decoding import (
+    decode,
+    is_greedy,
+    token_log_probabilities,
+)
 from keras_transformer.scorings import check_scoring
+from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
 TEXT = tf.TensorSpec([None], tf.string, name="text")
 BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
@@ -19,7 +24,7 @@ MIN_TEMPERATURE = 1e-3
 
 def _has_pieces(source_ids):
     """Whether each source (B, S) has a piece besides its end id -> bool (B,)."""
-    return tf.reduce_sum(tf.cast(source_ids != 0, tf.int32), axis=1) > 1
+    return tf.reduce_sum(tf.cast(source_ids != PAD_ID, tf.int32), axis=1) > 1
 
 
 class Translator(tf.Module):
@@ -45,24 +50,25 @@ class Translator(tf.Module):
     Args:
         model: a trained `keras_transformer.Transformer`.
         tokenizer: the `SubwordTokenizer` it was trained with.
-        beam_size: beams of `translate` (4 in the paper).
-        alpha: length-penalty exponent of `translate` (0.6 in the paper).
+        beam_size: beams of `translate` (4, the paper's).
+        alpha: length-penalty exponent of `translate` (0.6, the paper's).
         extra_length: a translation may have up to source length +
-            `extra_length` tokens (50 in the paper), capped by
+            `extra_length` tokens (50, the paper's), capped by
             `model.config.max_length`.
         scoring: how beam search scores and stops in every method, "gnmt"
             or "transformers" (Hugging Face's `generate`, e.g. for an
             imported Marian model; see `keras_transformer.scorings`).
+        The defaults are `keras_transformer.decoding_defaults`'.
     """
 
     def __init__(
         self,
         model,
         tokenizer,
-        beam_size=4,
-        alpha=0.6,
-        extra_length=50,
-        scoring="gnmt",
+        beam_size=decoding_defaults.BEAM_SIZE,
+        alpha=decoding_defaults.ALPHA,
+        extra_length=decoding_defaults.EXTRA_LENGTH,
+        scoring=decoding_defaults.SCORING,
     ):
         super().__init__(name="translator")
         check_scoring(scoring)
@@ -95,7 +101,8 @@ class Translator(tf.Module):
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""
         pieces = self.tokenizer.tokenize(text)  # (B, None)
-        return truncate_with_end_id(pieces, self.max_length).to_tensor()  # (B, S)
+        ids = truncate_with_end_id(pieces, self.max_length)  # (B, None)
+        return ids.to_tensor(PAD_ID)  # (B, S)
 
     def _search(self, source_ids, beam_size, alpha, num_results=1, sampler=None):
         """The `num_results` best outputs: ids (B, K, L), scores (B, K)."""
@@ -120,8 +127,8 @@ class Translator(tf.Module):
         return self._search(source_ids, beam_size, alpha, num_results)
 
     def _decode(self, source_ids, beam_size, alpha):
-        if not isinstance(beam_size, tf.Tensor) and beam_size == 1:
-            ids, scores = self._search(source_ids, 1, alpha)  # greedy
+        if is_greedy(beam_size):
+            ids, scores = self._search(source_ids, 1, alpha)
         else:
             ids, scores = self._beam_search(source_ids, beam_size, alpha, 1)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
@@ -271,14 +278,16 @@ class Translator(tf.Module):
         source_ids = self.source_ids(source)  # (B, S)
         target_ids = truncate_with_end_id(
             self.tokenizer.tokenize_target(target), self.max_length
-        ).to_tensor()  # (B, T), the end id included
+        ).to_tensor(PAD_ID)  # (B, T), the end id included
         short = tf.maximum(1 - tf.shape(target_ids)[1], 0)  # T >= 1 at batch 0
-        target_ids = tf.pad(target_ids, [[0, 0], [0, short]])  # (B, T)
+        target_ids = tf.pad(
+            target_ids, [[0, 0], [0, short]], constant_values=PAD_ID
+        )  # (B, T)
         encoder_outputs, mask = self.model.encode(source_ids)
         log_probs = token_log_probabilities(
             self.model, target_ids, encoder_outputs, mask, START_ID
         )  # (B, T)
-        tokens = tf.reduce_sum(tf.cast(target_ids != 0, tf.int32), axis=1)  # (B,)
+        tokens = tf.reduce_sum(tf.cast(target_ids != PAD_ID, tf.int32), axis=1)
         empty = tf.where(_has_pieces(target_ids), -float("inf"), 0.0)  # (B,)
         scores = tf.where(
             _has_pieces(source_ids), tf.reduce_sum(log_probs, axis=1), empty
@@ -320,7 +329,7 @@ class Translator(tf.Module):
         output_ids, scores = self._decode(source_ids, self.beam_size, self.alpha)
         has_pieces = _has_pieces(source_ids)  # (B,)
         # A source with no pieces translates to nothing, as in `translate`.
-        output_ids = tf.where(has_pieces[:, None], output_ids, 0)  # (B, T)
+        output_ids = tf.where(has_pieces[:, None], output_ids, PAD_ID)  # (B, T)
         batch = tf.shape(output_ids)[0]
         decoder_inputs = tf.concat(
             [tf.fill([batch, 1], START_ID), output_ids[:, :-1]], axis=1
@@ -329,7 +338,7 @@ class Translator(tf.Module):
         _, attention = self.model.decode(
             decoder_inputs, encoder_outputs, mask, return_cross_attention=True
         )  # (B, layers, h, T, S)
-        is_output = tf.cast(output_ids != 0, tf.float32)[:, None, None, :, None]
+        is_output = tf.cast(output_ids != PAD_ID, tf.float32)[:, None, None, :, None]
         return {
             "translation": self.tokenizer.detokenize(output_ids),
             "score": tf.where(has_pieces, scores, 0.0),
@@ -340,7 +349,7 @@ class Translator(tf.Module):
 
     def _pieces(self, ids):
         pieces = self.tokenizer.id_to_piece(ids)
-        return tf.where(ids == 0, "", pieces)
+        return tf.where(ids == PAD_ID, "", pieces)
 
     def signatures(self):
         """The serving signatures, by name, as `tf.saved_model.save` takes them."""

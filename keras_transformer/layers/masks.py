@@ -10,8 +10,10 @@ All masks are boolean with `True` where attention is allowed:
 import numpy as np
 from keras import ops
 
+from keras_transformer.special_ids import PAD_ID
 
-def padding_mask_from_ids(token_ids, padding_id=0):
+
+def padding_mask_from_ids(token_ids, padding_id=PAD_ID):
     """Returns `token_ids != padding_id` as a boolean (B, S) mask."""
     return ops.not_equal(token_ids, padding_id)
 

@@ -8,8 +8,8 @@ import zipfile
 import tensorflow as tf
 
 from keras_transformer.data.sentencepiece_model import sentencepiece_tokenizer
-from keras_transformer.data.tokenizer import END_ID, PAD_ID, START_ID, UNKNOWN_ID
 from keras_transformer.marian import checkpoint, vocabulary
+from keras_transformer.special_ids import END_ID, PAD_ID, START_ID, UNKNOWN_ID
 
 _SPACE = "\u2581"  # SentencePiece's word boundary
 

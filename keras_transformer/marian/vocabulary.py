@@ -18,8 +18,6 @@ that Marian never generates (padding and start) get an output bias of
 vocabulary of V pieces becomes V + 1 ids.
 """
 
-import zipfile
-
 import numpy as np
 
 START_PIECE, END_PIECE, UNKNOWN_PIECE = "<pad>", "</s>", "<unk>"
@@ -78,23 +76,3 @@ def output_bias(bias, order):
     ours = permute_rows(np.asarray(bias, "float32"), order)
     ours[:2] = BANNED_LOGIT
     return ours
-
-
-def sentencepiece_processors(path):
-    """`(source, target)` `sentencepiece.SentencePieceProcessor`s of a saved
-    tokenizer file (`data.tokenizer.load_tokenizer`'s): its SentencePiece
-    model twice, or an imported Marian tokenizer's source.spm and
-    target.spm. Their pieces are the vocabulary's (a Marian vocabulary maps
-    each piece to one id). Imports neither TensorFlow nor Keras.
-    """
-    import sentencepiece
-
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            models = archive.read("source.spm"), archive.read("target.spm")
-    else:
-        with open(path, "rb") as file:
-            models = (file.read(),) * 2
-    return tuple(
-        sentencepiece.SentencePieceProcessor(model_proto=model) for model in models
-    )

@@ -16,7 +16,6 @@ from keras_transformer.lazy import lazy_attributes
 
 _EXPORTS = {
     "RunConfig": "keras_transformer.recipe.config",
-    "decoding_settings": "keras_transformer.recipe.config",
     "load_config": "keras_transformer.recipe.config_files",
     "RunDirectory": "keras_transformer.recipe.run_directory",
     "TrainingPlan": "keras_transformer.recipe.plan",

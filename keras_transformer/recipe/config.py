@@ -42,7 +42,6 @@ __all__ = [
     "RuntimeSection",
     "TrainingSection",
     "check_keys",
-    "decoding_settings",
     "sample_size",
 ]
 
@@ -88,15 +87,15 @@ class RunConfig:
             object.__setattr__(
                 self, "output", dataclasses.replace(self.output, output_dir=output_dir)
             )
-        if (
-            self.training.gradient_accumulation > 1
-            and self.runtime.strategy != "default"
-        ):
-            raise ValueError(
-                "gradient_accumulation (--gradient-accumulation) works on one device"
-                f" only, not with strategy {self.runtime.strategy!r}: Keras's "
-                "accumulation fails under tf.distribute (keras-team/keras#20582). "
-                "Raise tokens_per_batch instead."
+        if self.runtime.strategy != "default":
+            from keras_transformer.training.schedules import (
+                check_gradient_accumulation,
+            )
+
+            check_gradient_accumulation(
+                self.training.gradient_accumulation,
+                self.runtime.strategy,
+                name="gradient_accumulation",
             )
         if self.output.overwrite and self.runtime.strategy == "multi_worker":
             raise ValueError(
@@ -163,33 +162,3 @@ def check_keys(section, keys):
                 f"Unknown setting {section}.{key}; the {section} settings are "
                 f"{', '.join(fields)}."
             )
-
-
-def decoding_settings(beam_size=None, alpha=None, saved=None):
-    """The beam size and alpha to decode with: each given value, else the
-    `saved` one (a run's evaluation section or an export's recorded
-    defaults), else the recipe's (`EvaluationSection`'s defaults).
-
-    The one place `train`, `export`, `average`, `evaluate` and `translate`
-    settle their decoding defaults.
-
-    Args:
-        beam_size, alpha: what the user asked for, or None.
-        saved: a mapping with "beam_size" and "alpha", or None.
-
-    Returns:
-        `(beam_size, alpha)`.
-
-    Example:
-
-    >>> decoding_settings(alpha=0.6, saved={"beam_size": 5, "alpha": 1.2})
-    (5, 0.6)
-    >>> decoding_settings()
-    (4, 1.0)
-    """
-    recipe = dataclasses.asdict(EvaluationSection())
-    saved = recipe if saved is None else saved
-    return (
-        int(saved["beam_size"] if beam_size is None else beam_size),
-        float(saved["alpha"] if alpha is None else alpha),
-    )

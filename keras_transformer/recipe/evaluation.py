@@ -6,11 +6,11 @@ import tensorflow as tf
 
 from keras_transformer.data import dataset_to_lists
 from keras_transformer.data.tokenizer import load_tokenizer
+from keras_transformer.decoding_defaults import decoding_settings
 from keras_transformer.evaluation import corpus_scores, format_scores
 from keras_transformer.export import Translator
 from keras_transformer.export.streaming import signature_texts, translate_batches
 from keras_transformer.models import build_transformer
-from keras_transformer.recipe.config import decoding_settings
 from keras_transformer.recipe.data import load_splits
 from keras_transformer.recipe.run_directory import RunDirectory
 from keras_transformer.training import global_dtype_policy, resolve_precision
@@ -117,9 +117,8 @@ def evaluate_run(
         alpha,
         scoring=evaluation.scoring,
     )
-    signature = translator.greedy if beam_size == 1 else translator.translate
     scores, _ = score(
-        signature,
+        translator.translate,
         sources,
         targets,
         config.data.target_language,

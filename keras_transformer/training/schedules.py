@@ -115,8 +115,8 @@ def transformer_optimizer(
     update, so k batches of B tokens update the model like one batch of kB
     tokens when the micro-batches hold equal numbers of target tokens (the
     loss is a per-batch token mean). The schedule counts updates. Keras's
-    accumulation fails under a `tf.distribute` strategy
-    (keras-team/keras#20582), so it raises ValueError in a strategy's scope.
+    accumulation fails under a `tf.distribute` strategy, so it raises
+    ValueError in a strategy's scope (`check_gradient_accumulation`).
 
     Args:
         d_model: the model width.
@@ -145,14 +145,9 @@ def transformer_optimizer(
             "gradient_accumulation_steps must be >= 1, got "
             f"{gradient_accumulation_steps}."
         )
-    if accumulation > 1 and tf.distribute.has_strategy():
-        raise ValueError(
-            "gradient_accumulation_steps cannot be used under a tf.distribute "
-            "strategy: Keras applies the accumulated gradients inside a "
-            "conditional, where the strategy cannot aggregate them "
-            "(keras-team/keras#20582). Train with larger batches instead, or "
-            "on one device."
-        )
+    if tf.distribute.has_strategy():
+        strategy = type(tf.distribute.get_strategy()).__name__
+        check_gradient_accumulation(accumulation, strategy)
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
     schedule = TransformerSchedule(
         d_model, warmup_steps, scale, accumulation, cooldown_steps, total_steps
@@ -164,3 +159,35 @@ def transformer_optimizer(
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer
+
+
+def check_gradient_accumulation(steps, strategy, name="gradient_accumulation_steps"):
+    """Raises ValueError if `steps` > 1 under a `tf.distribute` strategy.
+
+    Keras applies accumulated gradients inside a conditional, where a
+    strategy cannot aggregate them (keras-team/keras#20582), so gradient
+    accumulation trains on one device only. The one owner of that rule:
+    `transformer_optimizer` checks it in a strategy's scope, the training
+    recipe when its config is made.
+
+    Args:
+        steps: micro-batches per update.
+        strategy: the name of the strategy training runs under, or None
+            for none (one device).
+        name: the setting `steps` came from, for the message.
+
+    Example:
+
+    >>> check_gradient_accumulation(4, None)
+    >>> check_gradient_accumulation(4, "mirrored")
+    Traceback (most recent call last):
+    ...
+    ValueError: gradient_accumulation_steps=4 works on one device only, not with ...
+    """
+    if steps > 1 and strategy is not None:
+        raise ValueError(
+            f"{name}={steps} works on one device only, not with strategy "
+            f"{strategy!r}: Keras applies the accumulated gradients inside a "
+            "conditional, where the strategy cannot aggregate them "
+            "(keras-team/keras#20582). Train with larger batches instead."
+        )

@@ -22,7 +22,6 @@ import tensorflow as tf
 import keras_transformer as kt
 from keras_transformer.cli import main
 from keras_transformer.data.pipeline import truncate_with_end_id
-from keras_transformer.data.tokenizer import START_ID
 from keras_transformer.export import (
     CTranslate2Translator,
     Translator,
@@ -31,6 +30,7 @@ from keras_transformer.export import (
 from keras_transformer.export.ctranslate2_model import import_ctranslate2
 from keras_transformer.export.streaming import translate_lines
 from keras_transformer.recipe.run_directory import RunDirectory
+from keras_transformer.special_ids import START_ID
 from tests.export.conftest import (
     LETTERS,
     MAX_LENGTH,

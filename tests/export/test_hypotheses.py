@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.cli import main
-from keras_transformer.data.tokenizer import END_ID, START_ID
 from keras_transformer.decoding import decode
 from keras_transformer.decoding.model_decoding import token_log_probabilities
 from keras_transformer.export import CTranslate2Translator, export_ctranslate2
 from keras_transformer.export.hypotheses import parse_sampling
+from keras_transformer.special_ids import END_ID, START_ID
 from tests.export.test_saved_model import run_python
 from tests.export.test_translator import BAD_INPUTS, LETTERS
 
@@ -428,5 +428,5 @@ def test_parse_sampling():
     assert parse_sampling("topk:40") == ("topk", 40)
     assert parse_sampling("topp:0.95") == ("topp", 0.95)
     for bad in ("topk", "topk:2.5", "topp:0", "nucleus:0.9", "topp:x"):
-        with pytest.raises(ValueError, match="--sampling takes"):
+        with pytest.raises(ValueError, match="sampling takes"):
             parse_sampling(bad)

@@ -167,7 +167,7 @@ def test_truncate_keeps_the_old_cut_with_a_warning_and_a_count(
         (["--max-input-length", "16"], "model's limit of 15 pieces, got 16."),
         (
             ["--max-input-length", "8", "--long-inputs", "truncate"],
-            "max_input_length goes with long_inputs split.",
+            "--max-input-length goes with --long-inputs split.",
         ),
     ],
 )

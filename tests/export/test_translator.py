@@ -6,9 +6,9 @@ import tensorflow as tf
 
 import keras_transformer as kt
 from keras_transformer.data import train_tokenizer
-from keras_transformer.data.tokenizer import END_ID
 from keras_transformer.decoding import decode
 from keras_transformer.export import Translator
+from keras_transformer.special_ids import END_ID
 from tests.export.conftest import LETTERS, MAX_LENGTH, reversal_pairs
 
 pytestmark = pytest.mark.slow

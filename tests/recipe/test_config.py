@@ -9,13 +9,15 @@ import sys
 import pytest
 import sacrebleu
 
+from keras_transformer import decoding_defaults
 from keras_transformer.cli import main
+from keras_transformer.decoding_defaults import decoding_settings
 from keras_transformer.recipe import run as run_module
 from keras_transformer.recipe.config import (
     SECTIONS,
     DataSection,
+    EvaluationSection,
     RunConfig,
-    decoding_settings,
 )
 from keras_transformer.recipe.config_files import (
     dump_config,
@@ -256,10 +258,12 @@ def test_a_version_1_job_json_reads_as_sections():
 
 
 def test_decoding_settings_have_one_owner():
-    assert decoding_settings() == (4, 1.0)
+    recipe = EvaluationSection()
+    assert (recipe.beam_size, recipe.alpha, recipe.scoring) == (4, 1.0, "gnmt")
+    assert recipe.alpha == decoding_defaults.RECIPE_ALPHA != decoding_defaults.ALPHA
     run = {"beam_size": 2, "alpha": 0.6}
-    assert decoding_settings(saved=run) == (2, 0.6)
-    assert decoding_settings(beam_size=1, saved=run) == (1, 0.6)
+    assert decoding_settings(None, None, run) == (2, 0.6)
+    assert decoding_settings(1, None, run) == (1, 0.6)
     assert decoding_settings(3, 0.0, run) == (3, 0.0)
 
 
