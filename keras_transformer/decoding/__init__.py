@@ -7,9 +7,10 @@ a keras-hub sampler choose the tokens (`hub_sampling`).
 """
 
 import keras_transformer.requires_tensorflow  # noqa: F401 (says if TF is missing)
-from keras_transformer.decoding.beam_search import beam_search, length_penalty
+from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.model_decoding import decode, make_next_fn
+from keras_transformer.scorings import length_penalty
 
 __all__ = [
     "beam_search",

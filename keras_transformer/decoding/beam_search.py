@@ -4,13 +4,15 @@ The paper's setup (section 6.1): beam size 4, length penalty alpha = 0.6, as
 in tensor2tensor and GNMT (Wu et al., 2016): a hypothesis of `n` generated
 tokens scores `sum log p / ((5 + n) / 6) ** alpha`. Finished hypotheses are
 kept apart from alive ones; the search stops when no alive beam can beat the
-worst kept finished one. `scoring="transformers"` follows Hugging Face
-transformers' `generate(num_beams=K)` instead (`keras_transformer.scorings`).
+worst kept finished one. How a hypothesis is scored and when an item stops
+is its scoring's (`keras_transformer.scorings`): `scoring="transformers"`
+follows Hugging Face transformers' `generate(num_beams=K)` instead.
 The loop only knows a step function and an opaque cache; see `beam_search`.
 """
 
 import tensorflow as tf
 
+from keras_transformer import decoding_defaults
 from keras_transformer.decoding.greedy import (
     check_positive_int,
     keep_static_shapes,
@@ -19,26 +21,8 @@ from keras_transformer.decoding.greedy import (
     sequence_limits,
     write_column,
 )
-from keras_transformer.scorings import check_scoring
-
-
-def length_penalty(length, alpha):
-    """The GNMT length penalty ((5 + length) / 6) ** alpha.
-
-    Args:
-        length: int or float tensor, number of generated tokens.
-        alpha: float >= 0; 0 disables the penalty.
-
-    Returns:
-        float32, the shape of `length`.
-
-    Example:
-
-    >>> float(length_penalty(7, 1.0))
-    2.0
-    """
-    length = tf.cast(length, tf.float32)
-    return tf.pow((5.0 + length) / 6.0, alpha)
+from keras_transformer.scorings import NO_HYPOTHESIS, get_scoring
+from keras_transformer.special_ids import PAD_ID
 
 
 def tile_beams(nest, beam_size):
@@ -129,56 +113,18 @@ def _keep_best(scores, ids, count):
     return best_scores, tf.gather(ids, picks, batch_dims=1), picks
 
 
-def _normalizer(length, alpha, scoring):
-    """What a hypothesis of `length` generated tokens divides its log p by."""
-    if scoring == "gnmt":
-        return length_penalty(length, alpha)
-    return tf.pow(tf.cast(length, tf.float32), alpha)
-
-
-def _is_done(alive_log_probs, finished_scores, length, limits, alpha, scoring):
-    """Whether an item takes no more finished hypotheses (`scorings`).
-
-    "gnmt": no alive beam can beat the worst kept finished one; the best an
-    alive beam can still score is its log-probability (which only falls)
-    over the largest length penalty, that of the item's limit.
-    "transformers": all slots are full and the best alive beam, scored at
-    the current length, is no better than the worst finished one.
-
-    Args:
-        alive_log_probs: float32 (B, K), best first.
-        finished_scores: float32 (B, N), best first, -inf for empty slots.
-        length: scalar int32, the tokens generated so far.
-        limits: int32 (B,), the most tokens each item may generate.
-        alpha: the length-penalty exponent.
-        scoring: one of `scorings.SCORINGS`.
-
-    Returns:
-        bool (B,).
-    """
-    best_alive = alive_log_probs[:, 0]  # (B,)
-    worst_finished = finished_scores[:, -1]  # (B,)
-    no_alive = tf.math.is_inf(best_alive)
-    if scoring == "gnmt":
-        bound = best_alive / length_penalty(limits, alpha)  # (B,)
-        return no_alive | (worst_finished > bound)
-    best = best_alive / _normalizer(length, alpha, scoring)  # (B,)
-    full = tf.math.is_finite(worst_finished)
-    return no_alive | (full & (best <= worst_finished))
-
-
 def beam_search(
     next_fn,
     start_ids,
     cache,
     max_length,
     end_id,
-    beam_size=4,
-    alpha=0.6,
+    beam_size=decoding_defaults.BEAM_SIZE,
+    alpha=decoding_defaults.ALPHA,
     num_results=1,
-    pad_id=0,
+    pad_id=PAD_ID,
     max_lengths=None,
-    scoring="gnmt",
+    scoring=decoding_defaults.SCORING,
     cache_shapes=None,
 ):
     """Beam search with the GNMT length penalty over a step function.
@@ -219,10 +165,12 @@ def beam_search(
         pad_id: the token written after the end.
         max_lengths: optional int (B,), per-example limits on generated
             tokens (end token included), clipped to `max_length`.
-        scoring: "gnmt" (the above), or "transformers" to follow Hugging
-            Face transformers' `generate(num_beams=K, length_penalty=alpha)`:
-            log p / n ** alpha, K finished slots and their stopping
-            heuristic, the end token forced at the limit (`scorings`).
+        scoring: the name of the `keras_transformer.scorings.Scoring`
+            that scores finished hypotheses and stops: "gnmt" (the above),
+            or "transformers" to follow Hugging Face transformers'
+            `generate(num_beams=K, length_penalty=alpha)`: log p / n **
+            alpha, K finished slots and their stopping heuristic, the end
+            token forced at the limit.
         cache_shapes: for a cache whose shapes change from step to step,
             as in `greedy_decode` (axis 0, the rows, is beam search's own).
 
@@ -257,21 +205,21 @@ def beam_search(
         )
     if not isinstance(alpha, tf.Tensor) and alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
-    check_scoring(scoring)
-    # Finished slots: transformers keeps K and returns the best of them.
-    slots = num_results if scoring == "gnmt" else beam_size
+    scoring = get_scoring(scoring)
+    slots = scoring.finished_slots(num_results, beam_size)
 
     start_ids = tf.cast(tf.convert_to_tensor(start_ids), tf.int32)  # (B,)
     batch_size = tf.shape(start_ids)[0]
     limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
+    float_limits = tf.cast(limits, tf.float32)  # (B,)
     buffer_length = tf.cast(max_length, tf.int32) + 1
     alive_ids = tf.fill([batch_size, beam_size, buffer_length], pad_id)
     alive_ids = write_column(alive_ids, 0, start_ids[:, None])  # (B, K, L + 1)
     # Only beam 0 is live at first, so the first step does not pick K copies.
-    first_beam = tf.where(tf.range(beam_size) == 0, 0.0, -float("inf"))  # (K,)
+    first_beam = tf.where(tf.range(beam_size) == 0, 0.0, NO_HYPOTHESIS)  # (K,)
     alive_log_probs = tf.tile(first_beam[None], [batch_size, 1])  # (B, K)
     finished_ids = tf.fill([batch_size, slots, buffer_length], pad_id)
-    finished_scores = tf.fill([batch_size, slots], -float("inf"))  # (B, N)
+    finished_scores = tf.fill([batch_size, slots], NO_HYPOTHESIS)  # (B, N)
     done = tf.zeros([batch_size], tf.bool)  # (B,)
 
     def step(*state):
@@ -286,31 +234,33 @@ def beam_search(
         logits, cache = next_fn(flat_ids, cache, index)  # (B * K, V)
         log_probs = log_probabilities(logits)  # (B * K, V)
         log_probs = tf.reshape(log_probs, [batch_size, beam_size, -1])  # (B, K, V)
-        if scoring == "transformers":
+        if scoring.forces_end_at_limit:
             log_probs = _force_end(log_probs, index + 1 >= limits, end_id)
         ids, tokens, log_p, beams = _top_candidates(
             alive_ids, alive_log_probs, log_probs, index, 2 * beam_size
         )  # (B, 2K, L + 1), then (B, 2K) each
-        length = index + 1
+        length = index + 1  # tokens generated, this one included
         ended = (tokens == end_id) | (length >= limits[:, None])  # (B, 2K)
         in_beam = tf.range(2 * beam_size)[None, :] < beam_size  # (1, 2K)
 
         alive_log_probs, alive_ids, picks = _keep_best(
-            tf.where(ended, -float("inf"), log_p), ids, beam_size
+            tf.where(ended, NO_HYPOTHESIS, log_p), ids, beam_size
         )  # (B, K), (B, K, L + 1), (B, K)
         cache = gather_beams(cache, tf.gather(beams, picks, batch_dims=1), beam_size)
 
+        float_length = tf.cast(length, tf.float32)
         takes = ended & in_beam & ~done[:, None]  # (B, 2K)
         scores = tf.where(
-            takes, log_p / _normalizer(length, alpha, scoring), -float("inf")
+            takes, log_p / scoring.normalizer(float_length, alpha), NO_HYPOTHESIS
         )  # (B, 2K)
         finished_scores, finished_ids, _ = _keep_best(
             tf.concat([finished_scores, scores], axis=1),  # (B, N + 2K)
             tf.concat([finished_ids, ids], axis=1),
             slots,
         )  # (B, N), (B, N, L + 1)
-        done |= _is_done(
-            alive_log_probs, finished_scores, length, limits, alpha, scoring
+        best_alive = alive_log_probs[:, 0]  # (B,)
+        done |= (best_alive == NO_HYPOTHESIS) | scoring.is_done(
+            best_alive, finished_scores[:, -1], float_length, float_limits, alpha
         )  # (B,)
         return (
             index + 1,

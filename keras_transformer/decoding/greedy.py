@@ -8,6 +8,8 @@ opaque cache; see `greedy_decode`. The helpers at the top are shared with
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.special_ids import PAD_ID
+
 
 def check_positive_int(name, value):
     """Raises ValueError unless a Python/NumPy int `value` is >= 1.
@@ -164,7 +166,7 @@ def greedy_decode(
     cache,
     max_length,
     end_id,
-    pad_id=0,
+    pad_id=PAD_ID,
     max_lengths=None,
     choose=most_likely,
     cache_shapes=None,
