@@ -52,14 +52,7 @@ class FeedForward(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
-        self.inner_dense = keras.layers.Dense(
-            self.d_ff,
-            activation=self.activation,
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
-            dtype=self.dtype_policy,
-            name="inner",
-        )
+        self.inner_dense = self._dense(self.d_ff, self.activation, "inner")
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="inner_dropout"
         )
@@ -67,15 +60,26 @@ class FeedForward(keras.layers.Layer):
 
     def build(self, inputs_shape):
         self.inner_dense.build(inputs_shape)
-        self.output_dense = keras.layers.Dense(
-            inputs_shape[-1],
+        self.output_dense = self._dense(inputs_shape[-1], None, "output")
+        self.output_dense.build((*inputs_shape[:-1], self.d_ff))
+        self.built = True
+
+    def _dense(self, units, activation, name):
+        """A projection of (B, T, D) to (B, T, units), kernel (D, units)."""
+        # (Not "...d,de->...e": TensorFlow's float16 Einsum with an ellipsis
+        # gives wrong numbers on CPU; this one is a batched matmul.)
+        projection = keras.layers.EinsumDense(
+            "btd,de->bte",
+            output_shape=(None, units),
+            activation=activation,
+            bias_axes="e",
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,
-            name="output",
+            name=name,
         )
-        self.output_dense.build((*inputs_shape[:-1], self.d_ff))
-        self.built = True
+        projection.supports_masking = True  # each position maps on its own
+        return projection
 
     def call(self, inputs, training=None):
         hidden = self.inner_dense(inputs)  # (B, T, d_ff)

@@ -163,24 +163,30 @@ class MultiHeadAttention(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
-        def dense(units, name):
-            return keras.layers.Dense(
-                units,
-                use_bias=use_bias,
-                kernel_initializer=self.kernel_initializer,
-                bias_initializer=self.bias_initializer,
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
-        self.query_dense = dense(self.num_heads * self.key_dim, "query")
-        self.key_value_dense = dense(
+        self.query_dense = self._dense(self.num_heads * self.key_dim, "query")
+        self.key_value_dense = self._dense(
             self.num_heads * (self.key_dim + self.value_dim), "key_value"
         )
         self.output_dense = None  # width known in build()
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
+
+    def _dense(self, units, name):
+        """A projection of (B, T, D) to (B, T, units), kernel (D, units)."""
+        # (Not "...d,de->...e": TensorFlow's float16 Einsum with an ellipsis
+        # gives wrong numbers on CPU; this one is a batched matmul.)
+        projection = keras.layers.EinsumDense(
+            "btd,de->bte",
+            output_shape=(None, units),
+            bias_axes="e" if self.use_bias else None,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        projection.supports_masking = True  # each position maps on its own
+        return projection
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape
@@ -189,24 +195,16 @@ class MultiHeadAttention(keras.layers.Layer):
                 "key and value share the key_value projection, so they need "
                 f"the same width; got key {key_shape} and value {value_shape}."
             )
-        self.query_dense.build((None, query_shape[-1]))
-        self.key_value_dense.build((None, value_shape[-1]))
-        self.output_dense = keras.layers.Dense(
-            self.output_dim or query_shape[-1],
-            use_bias=self.use_bias,
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
-            dtype=self.dtype_policy,
-            name="output",
-        )
-        self.output_dense.build((None, self.num_heads * self.value_dim))
+        self.query_dense.build(query_shape)
+        self.key_value_dense.build(value_shape)
+        self.output_dense = self._dense(self.output_dim or query_shape[-1], "output")
+        self.output_dense.build((*query_shape[:-1], self.num_heads * self.value_dim))
         self.built = True
 
     def _heads(self, dense, x, head_dim):
         """`dense` applied to (B, T, D), split into heads: (B, T, h, head_dim)."""
         projected = dense(x)  # (B, T, h * head_dim)
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(projected, (batch, length, self.num_heads, head_dim))
+        return ops.reshape(projected, (-1, _length(x), self.num_heads, head_dim))
 
     def compute_cache(self, value, key=None):
         """The keys and values of `value` (and `key`): a cache to attend over.
@@ -220,13 +218,12 @@ class MultiHeadAttention(keras.layers.Layer):
         """
         head_dim = self.key_dim + self.value_dim
         key_values = self._heads(self.key_value_dense, value, head_dim)
-        keys, values = ops.split(key_values, [self.key_dim], axis=-1)  # (B, S, h, K|V)
+        key_values = ops.transpose(key_values, (0, 2, 1, 3))  # (B, h, S, K + V)
+        keys, values = ops.split(key_values, [self.key_dim], axis=-1)
         if key is not None and key is not value:
             keys = self._heads(self.key_value_dense, key, head_dim)[..., : self.key_dim]
-        return (
-            ops.transpose(keys, (0, 2, 1, 3)),  # (B, h, S, K)
-            ops.transpose(values, (0, 2, 1, 3)),  # (B, h, S, V)
-        )
+            keys = ops.transpose(keys, (0, 2, 1, 3))
+        return keys, values  # (B, h, S, K), (B, h, S, V)
 
     def call(
         self,
@@ -302,8 +299,8 @@ class MultiHeadAttention(keras.layers.Layer):
             probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         dropped = self.dropout_layer(probabilities, training=training)
         context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T, h, V)
-        batch, length = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (batch, length, self.num_heads * self.value_dim))
+        length = _length(queries)
+        context = ops.reshape(context, (-1, length, self.num_heads * self.value_dim))
         return context, probabilities
 
     def split_key_value(self):
@@ -392,6 +389,12 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _length(x):
+    """The length (axis 1) of `x`: static where known, so that a reshape
+    with the batch left to -1 runs no shape ops (as in a decoding step)."""
+    return x.shape[1] or ops.shape(x)[1]  # a static 0 cannot size a -1 reshape
 
 
 def _check_cache_arguments(cache, cache_index, cache_update, return_attention_scores):
