@@ -66,10 +66,8 @@ def gather_beams(nest, beam_indices, beam_size):
     """
     batch_size = tf.shape(beam_indices)[0]
     offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
-    rows = tf.reshape(beam_indices + offsets, [-1, 1])  # (B * K', 1)
-    # `gather_nd` rather than `gather`: TensorFlow's CPU `GatherV2` costs
-    # more per call at a few rows (docs/experiments.md, "Speed history").
-    return tf.nest.map_structure(lambda x: tf.gather_nd(x, rows), nest)
+    rows = tf.reshape(beam_indices + offsets, [-1])  # (B * K',)
+    return tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=0), nest)
 
 
 def _top_candidates(alive_ids, alive_log_probs, log_probs, index, count):
