@@ -18,7 +18,7 @@ import numpy as np
 from keras import ops
 
 from keras_transformer.export.saved_model import VOCABULARY_FILE
-from keras_transformer.layers.positional_embedding import sinusoidal_encoding
+from keras_transformer.layers import sinusoidal_encoding
 
 SETTINGS_FILE = "decoding.json"
 MODEL_FILE = "model.bin"  # what makes a folder a CTranslate2 model

@@ -3,61 +3,13 @@
 import math
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_transformer.layers.masks import padding_mask_from_ids
-
-SINUSOID_LAYOUTS = ("interleaved", "split")
-
-
-def sinusoidal_encoding(
-    length, d_model, start_index=0, dtype="float32", layout="interleaved"
-):
-    """The position encoding of the paper (section 3.5), for any length.
-
-    PE(pos, 2i) = sin(pos / 10000^(2i / d_model)) and
-    PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model)), interleaved: even
-    channels hold sines and odd channels cosines. With `layout="split"`
-    the same waves are laid out as Marian (and fairseq, tensor2tensor) lay
-    them: the sines in the first ceil(d_model / 2) channels, the cosines in
-    the rest. Nothing is tabulated, so any length and any `start_index`
-    work.
-
-    Args:
-        length: number of positions (int or scalar tensor).
-        d_model: number of channels.
-        start_index: position of the first row (int or scalar tensor).
-        dtype: dtype of the result.
-        layout: "interleaved" or "split" (see above).
-
-    Returns:
-        A (length, d_model) tensor.
-
-    Example:
-
-    >>> encoding = sinusoidal_encoding(50, 16)
-    >>> tuple(encoding.shape)
-    (50, 16)
-    >>> split = sinusoidal_encoding(50, 16, layout="split")
-    >>> bool(np.allclose(split[:, :8], encoding[:, 0::2]))
-    True
-    """
-    if layout not in SINUSOID_LAYOUTS:
-        raise ValueError(f"layout must be one of {SINUSOID_LAYOUTS}, got {layout!r}.")
-    channels = np.arange(d_model)  # (D,), constants: no ops per call
-    if layout == "interleaved":
-        pair_index = channels // 2 * 2  # 2i for channels 2i and 2i + 1
-        is_sine = channels % 2 == 0
-    else:
-        sines = (d_model + 1) // 2
-        is_sine = channels < sines
-        pair_index = 2 * np.where(is_sine, channels, channels - sines)
-    inverse_frequency = np.exp(pair_index * (-math.log(10000.0) / d_model))  # (D,)
-    positions = ops.cast(ops.arange(length) + start_index, "float32")  # (L,)
-    angles = ops.expand_dims(positions, 1) * inverse_frequency.astype("float32")
-    encoding = ops.where(is_sine, ops.sin(angles), ops.cos(angles))  # (L, D)
-    return ops.cast(encoding, dtype)
+from keras_transformer.layers.sinusoidal_position_encoding import (
+    SINUSOID_LAYOUTS,
+    SinusoidalPositionEncoding,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -66,9 +18,10 @@ class PositionalEmbedding(keras.layers.Layer):
 
     Section 3.4 and 3.5 of "Attention Is All You Need": token ids are looked
     up in an embedding matrix, multiplied by sqrt(d_model), added to the
-    sinusoidal position encoding (`sinusoidal_encoding`) and passed through
-    dropout. The encoding is computed for any length, so sequences longer
-    than anything seen in training still embed at their true positions.
+    sinusoidal position encoding (`position_encoding`, a
+    `SinusoidalPositionEncoding`) and passed through dropout. The encoding
+    is computed for any length, so sequences longer than anything seen in
+    training still embed at their true positions.
 
     The same matrix doubles as the pre-softmax projection when the layer is
     called with `reverse=True` (weight tying, section 3.4), optionally with
@@ -148,6 +101,9 @@ class PositionalEmbedding(keras.layers.Layer):
             or keras.initializers.RandomNormal(stddev=self.d_model**-0.5)
         )
         self.supports_masking = mask_zero
+        self.position_encoding = SinusoidalPositionEncoding(
+            sinusoid_layout, dtype=self.dtype_policy, name="position_encoding"
+        )
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
@@ -184,14 +140,8 @@ class PositionalEmbedding(keras.layers.Layer):
         embedded = ops.cast(embedded, self.compute_dtype)
         if self.scale_embedding:
             embedded = embedded * ops.cast(math.sqrt(self.d_model), self.compute_dtype)
-        encoding = sinusoidal_encoding(
-            ops.shape(inputs)[1],
-            self.d_model,
-            start_index,
-            self.compute_dtype,
-            self.sinusoid_layout,
-        )  # (T, D)
-        return self.dropout_layer(embedded + encoding[None], training=training)
+        encoding = self.position_encoding(embedded, start_index=start_index)
+        return self.dropout_layer(embedded + encoding, training=training)
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero or "int" not in str(inputs.dtype):

@@ -4,7 +4,7 @@ import csv
 
 import numpy as np
 
-from keras_transformer.layers.positional_embedding import sinusoidal_encoding
+from keras_transformer.layers.sinusoidal_position_encoding import sinusoidal_encoding
 from keras_transformer.plots.figures import new_figure, save_figure
 from keras_transformer.recipe.run_directory import PLOTS, RunDirectory
 from keras_transformer.training.schedules import TransformerSchedule

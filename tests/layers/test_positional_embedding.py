@@ -2,34 +2,12 @@ import keras
 import numpy as np
 import pytest
 
-from keras_transformer.layers import PositionalEmbedding, sinusoidal_encoding
+from keras_transformer.layers import PositionalEmbedding
 from tests.layer_test_case import run_layer_test
-
-
-def paper_encoding(positions, d_model):
-    """Section 3.5, written out term by term."""
-    table = np.zeros((len(positions), d_model))
-    for row, pos in enumerate(positions):
-        for channel in range(d_model):
-            i = channel // 2
-            angle = pos / 10000 ** (2 * i / d_model)
-            table[row, channel] = np.sin(angle) if channel % 2 == 0 else np.cos(angle)
-    return table
-
-
-def marian_encoding(positions, d_model):
-    """transformers' MarianSinusoidalPositionalEmbedding.create_weight, in NumPy."""
-    table = np.array(
-        [
-            [pos / np.power(10000, 2 * (j // 2) / d_model) for j in range(d_model)]
-            for pos in positions
-        ]
-    )
-    sines = d_model // 2 + d_model % 2
-    out = np.zeros_like(table)
-    out[:, :sines] = np.sin(table[:, 0::2])
-    out[:, sines:] = np.cos(table[:, 1::2])
-    return out
+from tests.layers.test_sinusoidal_position_encoding import (
+    marian_encoding,
+    paper_encoding,
+)
 
 
 def test_layer_conventions(tmp_path):
@@ -58,12 +36,6 @@ def test_layer_conventions_of_the_output_bias(tmp_path):
     )
 
 
-@pytest.mark.parametrize("d_model", [16, 15, 512])
-def test_split_sinusoid_matches_marian(d_model):
-    encoding = np.array(sinusoidal_encoding(60, d_model, layout="split"))
-    np.testing.assert_allclose(encoding, marian_encoding(range(60), d_model), atol=1e-5)
-
-
 def test_unscaled_embedding_and_output_bias():
     layer = PositionalEmbedding(
         20, 8, sinusoid_layout="split", scale_embedding=False, output_bias=True
@@ -76,19 +48,6 @@ def test_unscaled_embedding_and_output_bias():
     hidden = np.random.default_rng(0).normal(size=(1, 2, 8)).astype("float32")
     expected = hidden @ np.array(layer.embeddings).T + np.arange(20)
     np.testing.assert_allclose(layer(hidden, reverse=True), expected, atol=1e-5)
-
-
-@pytest.mark.parametrize("d_model", [16, 15, 512])
-def test_sinusoid_matches_the_paper_formula(d_model):
-    encoding = np.array(sinusoidal_encoding(60, d_model))
-    np.testing.assert_allclose(encoding, paper_encoding(range(60), d_model), atol=1e-5)
-
-
-def test_sinusoid_has_no_length_limit_and_honours_the_start_index():
-    encoding = np.array(sinusoidal_encoding(4, 32, start_index=9000))
-    np.testing.assert_allclose(
-        encoding, paper_encoding(range(9000, 9004), 32), atol=2e-3
-    )
 
 
 def test_output_is_scaled_embedding_plus_encoding():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_transformer.cli import main
-from keras_transformer.layers.positional_embedding import sinusoidal_encoding
+from keras_transformer.layers.sinusoidal_position_encoding import sinusoidal_encoding
 from keras_transformer.models import TransformerConfig
 from keras_transformer.plots import (
     curves_figure,
