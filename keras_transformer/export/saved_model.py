@@ -7,7 +7,6 @@ import tempfile
 import tensorflow as tf
 
 from keras_transformer.export.translator import Translator
-from keras_transformer.training.precision import global_dtype_policy
 
 VOCABULARY_FILE = "tokenizer.model"
 
@@ -85,8 +84,7 @@ def _serving_copy(translator, dtype_policy):
     The copy computes in `dtype_policy`; its weights are the model's.
     """
     model = translator.model
-    with global_dtype_policy(dtype_policy):
-        copy = type(model).from_config(model.get_config())
+    copy = type(model).from_config({**model.get_config(), "dtype": dtype_policy})
     copy.set_weights(model.get_weights())
     return Translator(
         copy,
