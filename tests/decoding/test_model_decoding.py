@@ -76,11 +76,11 @@ def test_cached_beam_search_equals_an_uncached_step_function(model, end_id):
 
 def test_beam_size_1_without_length_penalty_equals_greedy(model, end_id):
     greedy_ids, greedy_scores = decode(model, SOURCES, end_id=end_id, extra_length=3)
-    next_fn = make_next_fn(model, *model.encode(SOURCES))
+    next_fn = make_next_fn(model, *model.encode(SOURCES), cache_update="write")
     ids, scores = beam_search(
         next_fn,
         [START] * 3,
-        model.init_cache(len(SOURCES)),
+        model.init_cache(len(SOURCES), max_length=9),
         max_length=9,
         end_id=end_id,
         beam_size=1,
