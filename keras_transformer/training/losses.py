@@ -4,6 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_transformer.special_ids import PAD_ID
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class LabelSmoothedCrossEntropy(keras.losses.Loss):
@@ -38,7 +40,7 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
     def __init__(
         self,
         label_smoothing=0.1,
-        ignore_class=0,
+        ignore_class=PAD_ID,
         from_logits=True,
         name="label_smoothed_cross_entropy",
         dtype=None,

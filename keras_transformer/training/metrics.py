@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_transformer.special_ids import PAD_ID
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class MaskedAccuracy(keras.metrics.Metric):
@@ -22,7 +24,7 @@ class MaskedAccuracy(keras.metrics.Metric):
     0.5
     """
 
-    def __init__(self, ignore_class=0, name="masked_accuracy", dtype=None):
+    def __init__(self, ignore_class=PAD_ID, name="masked_accuracy", dtype=None):
         super().__init__(name=name, dtype=dtype)
         self.ignore_class = ignore_class
         self.correct = self.add_variable((), "zeros", name="correct", aggregation="sum")
