@@ -145,8 +145,12 @@ def transformer_spec(model, tokenizer):
     )  # (max_length, D)
     spec.encoder.position_encodings.encodings = encoding
     spec.decoder.position_encodings.encodings = encoding
-    spec.encoder.embeddings[0].weight = _array(model.source_embedding.embeddings)
-    spec.decoder.embeddings.weight = _array(model.target_embedding.embeddings)
+    spec.encoder.embeddings[0].weight = _array(
+        model.source_embedding.token_embedding.embeddings
+    )
+    spec.decoder.embeddings.weight = _array(
+        model.target_embedding.token_embedding.embeddings
+    )
     spec.encoder.scale_embeddings = config.scale_embedding
     spec.decoder.scale_embeddings = config.scale_embedding
     if model.output_projection is None:  # the embedding is the projection

@@ -13,19 +13,10 @@ class TransformerBlock(keras.layers.Layer):
     attention sub-layer (`self_attention`, and `cross_attention` in the
     decoder) comes with a layer norm and a dropout (`self_attention_layer_norm`,
     `self_attention_dropout`, ...), and every block ends with `feed_forward`,
-    `feed_forward_layer_norm` and `feed_forward_dropout`. The feed-forward
-    network, layer norms and dropouts are made in `__init__` (the subclasses
-    make theirs there, after `feed_forward`), the attention layers in
-    `build()`, once d_model is known. That order is the order of `weights`,
-    which the optimizer's slots follow (by index, in `.keras` files and
-    checkpoints alike); with the order `build()` initializes weights in
-    (attention first), it also keeps the random draws of a seeded run, so
-    runs and files made before give the same numbers.
-
-    Subclasses list their attention sub-layers in `ATTENTION_NAMES`.
+    `feed_forward_layer_norm` and `feed_forward_dropout`. The sub-layers are
+    made in `build()`, once d_model is known, in the order `call()` uses
+    them; that is the order of the block's `weights`.
     """
-
-    ATTENTION_NAMES = ()
 
     def __init__(
         self,
@@ -60,25 +51,12 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.supports_masking = True
-        self.feed_forward = FeedForward(
-            self.d_ff,
-            activation=self.activation,
-            dropout=self.activation_dropout,
-            kernel_initializer=self.kernel_initializer,
-            dtype=self.dtype_policy,
-            name="feed_forward",
-        )
 
-    def _make_layer_norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
+    def _make_attention_sublayer(self, name, query_shape, source_shape):
+        """`name`, `name_layer_norm` and `name_dropout`, built.
 
-    def _make_dropout(self, name):
-        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
-
-    def _make_attention(self, name, query_shape, source_shape):
-        """A built `MultiHeadAttention` from (B, T, D) queries over (B, S, D')."""
+        The attention runs (B, T, D) queries over (B, S, D') sources.
+        """
         d_model = query_shape[-1]
         if d_model % self.num_heads:
             raise ValueError(
@@ -94,36 +72,38 @@ class TransformerBlock(keras.layers.Layer):
             name=name,
         )
         attention.build(query_shape, source_shape)
-        return attention
+        return (
+            attention,
+            self._make_layer_norm(f"{name}_layer_norm", query_shape),
+            self._make_dropout(f"{name}_dropout"),
+        )
 
-    def _build_after_attention(self, inputs_shape):
-        """Builds `feed_forward` and the layer norms for inputs (B, T, D)."""
-        self.feed_forward.build(inputs_shape)
-        for layer_norm in self.layer_norms.values():
-            layer_norm.build(inputs_shape)
+    def _make_feed_forward_sublayer(self, inputs_shape):
+        """`feed_forward`, its layer norm and dropout, built for (B, T, D)."""
+        feed_forward = FeedForward(
+            self.d_ff,
+            activation=self.activation,
+            dropout=self.activation_dropout,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="feed_forward",
+        )
+        feed_forward.build(inputs_shape)
+        return (
+            feed_forward,
+            self._make_layer_norm("feed_forward_layer_norm", inputs_shape),
+            self._make_dropout("feed_forward_dropout"),
+        )
 
-    # The two views below keep the layout of `.keras` files. Keras saves a
-    # sub-layer's weights under the first attribute path that reaches it,
-    # visiting public attributes in alphabetical order. Until the sub-layers
-    # became plain attributes they lived in these dicts, so files store the
-    # attention layers under `attention_layers/multi_head_attention[_1]` and
-    # the first layer norm under `layer_norms/layer_normalization` (the other
-    # layer norms under their attribute names, which sort first). Visited
-    # before `cross_attention` and `self_attention*`, these views make Keras
-    # read and write that same layout, so files saved before keep loading
-    # (tests/models/test_saved_artifacts.py). TensorFlow checkpoints name
-    # sub-layers by their attribute names, the same before and now.
+    def _make_layer_norm(self, name, inputs_shape):
+        layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        layer_norm.build(inputs_shape)
+        return layer_norm
 
-    @property
-    def attention_layers(self):
-        """The attention sub-layers by name, e.g. `{"self_attention": ...}`."""
-        return {name: getattr(self, name) for name in self.ATTENTION_NAMES}
-
-    @property
-    def layer_norms(self):
-        """The layer norms by sub-layer name, e.g. `{"feed_forward": ...}`."""
-        names = (*self.ATTENTION_NAMES, "feed_forward")
-        return {name: getattr(self, f"{name}_layer_norm") for name in names}
+    def _make_dropout(self, name):
+        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
 
     def _sublayer_inputs(self, inputs, layer_norm):
         """What a sub-layer sees: LayerNorm(x) with `norm_first`, else x."""

@@ -70,29 +70,26 @@ class DecoderBlock(TransformerBlock):
     (2, 4, 16)
     """
 
-    ATTENTION_NAMES = ("self_attention", "cross_attention")
-
-    def __init__(self, num_heads, d_ff, **kwargs):
-        super().__init__(num_heads, d_ff, **kwargs)
-        self.self_attention_layer_norm = self._make_layer_norm(
-            "self_attention_layer_norm"
-        )
-        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
-        self.cross_attention_layer_norm = self._make_layer_norm(
-            "cross_attention_layer_norm"
-        )
-        self.cross_attention_dropout = self._make_dropout("cross_attention_dropout")
-        self.feed_forward_layer_norm = self._make_layer_norm("feed_forward_layer_norm")
-        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
-
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         encoder_sequence_shape = encoder_sequence_shape or decoder_sequence_shape
         shape = decoder_sequence_shape
-        self.self_attention = self._make_attention("self_attention", shape, shape)
-        self.cross_attention = self._make_attention(
+        (
+            self.self_attention,
+            self.self_attention_layer_norm,
+            self.self_attention_dropout,
+        ) = self._make_attention_sublayer("self_attention", shape, shape)
+        (
+            self.cross_attention,
+            self.cross_attention_layer_norm,
+            self.cross_attention_dropout,
+        ) = self._make_attention_sublayer(
             "cross_attention", shape, encoder_sequence_shape
         )
-        self._build_after_attention(shape)
+        (
+            self.feed_forward,
+            self.feed_forward_layer_norm,
+            self.feed_forward_dropout,
+        ) = self._make_feed_forward_sublayer(shape)
 
     def compute_cross_attention_cache(self, encoder_sequence):
         """Encoder keys and values, each (B, h, S, D / h), computed once."""

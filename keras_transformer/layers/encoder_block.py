@@ -47,22 +47,17 @@ class EncoderBlock(TransformerBlock):
     (2, 5, 16)
     """
 
-    ATTENTION_NAMES = ("self_attention",)
-
-    def __init__(self, num_heads, d_ff, **kwargs):
-        super().__init__(num_heads, d_ff, **kwargs)
-        self.self_attention_layer_norm = self._make_layer_norm(
-            "self_attention_layer_norm"
-        )
-        self.self_attention_dropout = self._make_dropout("self_attention_dropout")
-        self.feed_forward_layer_norm = self._make_layer_norm("feed_forward_layer_norm")
-        self.feed_forward_dropout = self._make_dropout("feed_forward_dropout")
-
     def build(self, inputs_shape):
-        self.self_attention = self._make_attention(
-            "self_attention", inputs_shape, inputs_shape
-        )
-        self._build_after_attention(inputs_shape)
+        (
+            self.self_attention,
+            self.self_attention_layer_norm,
+            self.self_attention_dropout,
+        ) = self._make_attention_sublayer("self_attention", inputs_shape, inputs_shape)
+        (
+            self.feed_forward,
+            self.feed_forward_layer_norm,
+            self.feed_forward_dropout,
+        ) = self._make_feed_forward_sublayer(inputs_shape)
 
     def call(
         self,

@@ -16,34 +16,39 @@ from keras_transformer.layers.sinusoidal_position_encoding import (
 class PositionalEmbedding(keras.layers.Layer):
     """Token embedding scaled by sqrt(d_model) plus the sinusoidal encoding.
 
-    Section 3.4 and 3.5 of "Attention Is All You Need": token ids are looked
-    up in an embedding matrix, multiplied by sqrt(d_model), added to the
-    sinusoidal position encoding (`position_encoding`, a
+    Section 3.4 and 3.5 of "Attention Is All You Need", composed as
+    keras-hub's `TokenAndPositionEmbedding` composes it: token ids are
+    looked up in `token_embedding` (a `keras.layers.ReversibleEmbedding`),
+    multiplied by sqrt(d_model), added to `position_encoding` (a
     `SinusoidalPositionEncoding`) and passed through dropout. The encoding
     is computed for any length, so sequences longer than anything seen in
     training still embed at their true positions.
 
     The same matrix doubles as the pre-softmax projection when the layer is
     called with `reverse=True` (weight tying, section 3.4), optionally with
-    a bias over the vocabulary (`output_bias`, Marian's `final_logits_bias`).
+    a bias over the vocabulary (`output_bias`, Marian's `final_logits_bias`):
+    `ReversibleEmbedding` has no bias term, so the bias is this layer's
+    weight, added to the float32 logits.
 
     Token id 0 is padding: with `mask_zero=True` (the default) the layer
-    attaches a Keras mask `token_ids != 0` to its output.
+    attaches a Keras mask `token_ids != 0` to the embeddings of integer
+    token ids, as `keras.layers.Embedding` does, and none to the logits of
+    a `reverse=True` call.
 
     Args:
         vocab_size: number of token ids.
         d_model: embedding width.
         dropout: dropout rate applied to the sum, in [0, 1).
         mask_zero: whether to attach the padding mask as a Keras mask.
+        embeddings_initializer: initializer of the matrix; by default
+            normal with standard deviation d_model^-0.5, so that the scaled
+            embedding has unit variance.
         sinusoid_layout: "interleaved" (the paper's) or "split" (Marian's),
             see `sinusoidal_encoding`.
         scale_embedding: multiply the looked-up vectors by sqrt(d_model),
             as the paper does; Marian checkpoints may not.
         output_bias: with `reverse=True`, add a learned bias (vocab_size,)
             to the logits.
-        embeddings_initializer: initializer of the matrix; by default
-            normal with standard deviation d_model^-0.5, so that the scaled
-            embedding has unit variance.
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -61,8 +66,11 @@ class PositionalEmbedding(keras.layers.Layer):
     Example:
 
     >>> layer = PositionalEmbedding(vocab_size=100, d_model=16)
-    >>> tuple(layer(np.array([[5, 7, 0]])).shape)
+    >>> embedded = layer(np.array([[5, 7, 0]]))
+    >>> tuple(embedded.shape)
     (1, 3, 16)
+    >>> tuple(layer(embedded, reverse=True).shape)
+    (1, 3, 100)
     """
 
     def __init__(
@@ -101,6 +109,14 @@ class PositionalEmbedding(keras.layers.Layer):
             or keras.initializers.RandomNormal(stddev=self.d_model**-0.5)
         )
         self.supports_masking = mask_zero
+        self.token_embedding = keras.layers.ReversibleEmbedding(
+            self.vocab_size,
+            self.d_model,
+            embeddings_initializer=self.embeddings_initializer,
+            mask_zero=mask_zero,
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
         self.position_encoding = SinusoidalPositionEncoding(
             sinusoid_layout, dtype=self.dtype_policy, name="position_encoding"
         )
@@ -109,44 +125,31 @@ class PositionalEmbedding(keras.layers.Layer):
         )
 
     def build(self, inputs_shape=None):
-        self.embeddings = self.add_weight(
-            name="embeddings",
-            shape=(self.vocab_size, self.d_model),
-            initializer=self.embeddings_initializer,
-        )
+        self.token_embedding.build()
         self.bias = None
         if self.output_bias:
             self.bias = self.add_weight(
                 name="output_bias", shape=(self.vocab_size,), initializer="zeros"
             )
-        self.built = True
 
-    def call(
-        self,
-        inputs,
-        start_index=0,
-        reverse=False,
-        training=None,
-    ):
+    def call(self, inputs, start_index=0, reverse=False, training=None):
         if reverse:
-            kernel = ops.cast(self.embeddings, self.compute_dtype)  # (V, D)
-            logits = ops.matmul(inputs, ops.transpose(kernel))  # (B, T, V)
+            logits = self.token_embedding(inputs, reverse=True)  # (B, T, V)
             logits = ops.cast(logits, "float32")
             if self.bias is not None:
                 logits = logits + ops.cast(self.bias, "float32")
             return logits
-        inputs = ops.cast(inputs, "int32")
-        embedded = ops.take(self.embeddings, inputs, axis=0)  # (B, T, D)
-        embedded = ops.cast(embedded, self.compute_dtype)
+        embedded = self.token_embedding(inputs)  # (B, T, D)
         if self.scale_embedding:
             embedded = embedded * ops.cast(math.sqrt(self.d_model), self.compute_dtype)
         encoding = self.position_encoding(embedded, start_index=start_index)
         return self.dropout_layer(embedded + encoding, training=training)
 
     def compute_mask(self, inputs, mask=None):
-        if not self.mask_zero or "int" not in str(inputs.dtype):
+        dtype = keras.backend.standardize_dtype(inputs.dtype)
+        if not self.mask_zero or "int" not in dtype:  # hidden states: no mask
             return None
-        return padding_mask_from_ids(inputs)
+        return padding_mask_from_ids(inputs)  # (B, T)
 
     def get_config(self):
         config = super().get_config()

@@ -231,15 +231,15 @@ def assign_weights(model, weights, source_order, target_order):
         take.drop("model.shared.weight")
     output = take.pop("lm_head.weight", target)  # absent when tied
     if config.shared_embeddings:
-        model.source_embedding.embeddings.assign(
+        model.source_embedding.token_embedding.embeddings.assign(
             vocabulary.permute_rows(source, source_order)
         )
         model.source_embedding.bias.assign(bias)
     else:
-        model.source_embedding.embeddings.assign(
+        model.source_embedding.token_embedding.embeddings.assign(
             vocabulary.permute_rows(source, source_order)
         )
-        model.target_embedding.embeddings.assign(
+        model.target_embedding.token_embedding.embeddings.assign(
             vocabulary.permute_rows(target, target_order)
         )
         model.output_projection.kernel.assign(

@@ -10,6 +10,7 @@ import time
 import keras
 
 from keras_transformer.export import export_translator
+from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.recipe import trainer
 from keras_transformer.recipe.data import (
     load_run_data,
@@ -137,7 +138,7 @@ def average_and_save(trained, config, run_dir, log, last_epoch):
         log(f"Averaged the last {len(averaged)} checkpoints.")
         chosen = {"weights": "average", "epoch": None}
     elif config.evaluation.export_weights == "best" and best:
-        trained.model.load_weights(run_dir.best_weights)
+        load_weights(trained.model, run_dir.best_weights)
         log(
             f"The weights of epoch {best['epoch']}, of the lowest validation loss "
             f"({best['val_loss']:.4f}), are the run's model."

@@ -18,6 +18,7 @@ from keras_transformer.evaluation import BleuCallback
 from keras_transformer.export import Translator
 from keras_transformer.export.streaming import signature_texts
 from keras_transformer.models import build_transformer
+from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.plots import AttentionImages
 from keras_transformer.recipe.config import sample_size
 from keras_transformer.training import (
@@ -216,7 +217,7 @@ def train(plan, config, data, folders, strategy, changed, log, source=None):
     if source and not step:
         with warnings.catch_warnings():  # its optimizer's: this one starts afresh
             warnings.filterwarnings("ignore", "Skipping variable loading for optim")
-            model.load_weights(source.model)
+            load_weights(model, source.model)
         log(f"Starting from the weights of {source.model}.")
     if step and changed:
         log(

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.models.saved_layout import restore_checkpoint
 from keras_transformer.training.keras_internals import batches_applied
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class TrainingCheckpoints:
         self.model.optimizer.build(self.model.trainable_variables)
         for path in paths:
             try:
-                self.checkpoint.restore(path).assert_existing_objects_matched()
+                restore_checkpoint(path, self.model, self.model.optimizer)
             # A truncated data file raises IndexError from the reader.
             except (tf.errors.OpError, ValueError, AssertionError, IndexError) as error:
                 log.warning(
@@ -176,10 +177,9 @@ def average_checkpoints(model, checkpoint_paths):
     paths = list(checkpoint_paths)
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint.")
-    checkpoint = tf.train.Checkpoint(model=model)
     totals = [np.zeros(weight.shape, "float64") for weight in model.weights]
     for path in paths:
-        checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+        restore_checkpoint(path, model)
         for total, weight in zip(totals, model.weights, strict=True):
             total += np.asarray(weight.numpy(), "float64")
     for total, weight in zip(totals, model.weights, strict=True):

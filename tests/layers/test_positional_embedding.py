@@ -41,12 +41,13 @@ def test_unscaled_embedding_and_output_bias():
         20, 8, sinusoid_layout="split", scale_embedding=False, output_bias=True
     )
     layer.build()
+    matrix = np.array(layer.token_embedding.embeddings)
     ids = np.array([[3, 4, 5]])
-    expected = np.array(layer.embeddings)[ids] + marian_encoding(range(3), 8)[None]
+    expected = matrix[ids] + marian_encoding(range(3), 8)[None]
     np.testing.assert_allclose(layer(ids), expected, atol=1e-5)
     layer.bias.assign(np.arange(20, dtype="float32"))
     hidden = np.random.default_rng(0).normal(size=(1, 2, 8)).astype("float32")
-    expected = hidden @ np.array(layer.embeddings).T + np.arange(20)
+    expected = hidden @ matrix.T + np.arange(20)
     np.testing.assert_allclose(layer(hidden, reverse=True), expected, atol=1e-5)
 
 
@@ -54,7 +55,7 @@ def test_output_is_scaled_embedding_plus_encoding():
     layer = PositionalEmbedding(vocab_size=20, d_model=8)
     ids = np.array([[3, 4, 5, 6, 0]])
     outputs = np.array(layer(ids))
-    matrix = np.array(layer.embeddings)
+    matrix = np.array(layer.token_embedding.embeddings)
     expected = matrix[ids] * np.sqrt(8) + paper_encoding(range(5), 8)[None]
     np.testing.assert_allclose(outputs, expected, atol=1e-5)
 
@@ -81,7 +82,7 @@ def test_reverse_projects_on_the_embedding_matrix_in_float32():
     hidden = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
     logits = layer(hidden, reverse=True)
     assert logits.dtype == "float32"
-    expected = hidden @ np.array(layer.embeddings).T
+    expected = hidden @ np.array(layer.token_embedding.embeddings).T
     np.testing.assert_allclose(logits, expected, rtol=0.05, atol=0.05)
     assert layer.compute_mask(hidden) is None
 
@@ -109,3 +110,18 @@ def test_keras_mask_reaches_downstream_layers():
     with_padding = np.array(model(np.array([[3, 4, 0, 0]])))
     without = np.array(model(np.array([[3, 4]])))
     np.testing.assert_allclose(with_padding, without, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_padding_mask_for_every_integer_dtype(dtype):
+    ids = np.array([[3, 4, 0]], dtype)
+    mask = PositionalEmbedding(vocab_size=20, d_model=8).compute_mask(ids)
+    np.testing.assert_array_equal(mask, [[True, True, False]])
+
+
+def test_composed_of_a_reversible_embedding_and_the_encoding():
+    layer = PositionalEmbedding(20, 8, sinusoid_layout="split", name="embedding")
+    layer.build()
+    assert isinstance(layer.token_embedding, keras.layers.ReversibleEmbedding)
+    assert layer.position_encoding.layout == "split"
+    assert [w.path for w in layer.weights] == ["embedding/token_embedding/embeddings"]

@@ -40,8 +40,8 @@ def test_dropout_rates_reach_every_block():
     for block in (*model.encoder_blocks, *model.decoder_blocks):
         assert (block.dropout, block.attention_dropout) == (0.2, 0.1)
         assert block.feed_forward.dropout == 0.3
-        for attention in block.attention_layers.values():
-            assert attention.dropout == 0.1
+        assert block.self_attention.dropout == 0.1
+    assert all(block.cross_attention.dropout == 0.1 for block in model.decoder_blocks)
 
 
 def test_named_inputs_and_float32_logits():
