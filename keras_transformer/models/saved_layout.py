@@ -1,8 +1,8 @@
 """Loading models, weights and checkpoints saved in the layers' old layout.
 
-Files written by commit 8a7176f or earlier (e.g. 393643e) have the
-layers' old layout: `PositionalEmbedding` held the embedding matrix (and
-the output bias) itself, and the blocks showed their attention layers and
+Files written before commit bb144df (e.g. by 393643e) have the layers'
+old layout: `PositionalEmbedding` held the embedding matrix (and the
+output bias) itself, and the blocks showed their attention layers and
 first layer norm to Keras through the dicts `attention_layers` and
 `layer_norms` and made their sub-layers feed-forward first, attention
 last. Now the matrix is the `token_embedding` sub-layer's and the blocks
