@@ -176,10 +176,10 @@ class DecoderBlock(TransformerBlock):
         The G rows of an item are folded into the query axis, (B / G, G * T,
         D), attend over their item's keys and values, and are unfolded.
         """
-        rows, length = ops.shape(x)[0], ops.shape(x)[1]
         items = ops.shape(cache[0])[0]
         folded = ops.reshape(x, (items, -1, x.shape[-1]))  # (B / G, G * T, D)
         attended, _ = self.cross_attention(
             folded, padding_mask=padding_mask, cache=cache, training=training
         )  # (B / G, G * T, D)
-        return ops.reshape(attended, (rows, length, attended.shape[-1]))  # (B, T, D)
+        length = x.shape[1] or ops.shape(x)[1]  # static in a decoding step
+        return ops.reshape(attended, (-1, length, attended.shape[-1]))  # (B, T, D)
