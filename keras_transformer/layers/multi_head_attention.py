@@ -6,41 +6,11 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_transformer.layers.attention_cache import (
+    check_cache_arguments,
+    update_cache,
+)
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
-
-CACHE_UPDATES = ("append", "write")
-
-
-def write_positions(cache, updates, index):
-    """Each tensor of `cache`, (B, h, L, d), with the matching one of
-    `updates`, (B, h, T, d), at positions index + t: the "write" update.
-
-    A scatter rather than `ops.slice_update`, which on TensorFlow is
-    `XlaDynamicUpdateSlice`: an op that TensorFlow Serving cannot run
-    without XLA (tensorflow/serving#2217), and a SavedModel's `sample`
-    signature writes its caches in place. The indices are sums of broadcast
-    ranges, flattened to the (N, 3) rows that `ops.scatter_update` takes on
-    every backend.
-
-    Example:
-
-    >>> cache = (np.zeros((1, 1, 3, 2), "float32"),)
-    >>> written = write_positions(cache, (np.ones((1, 1, 1, 2), "float32"),), 1)
-    >>> ops.convert_to_numpy(written[0])[0, 0]
-    array([[0., 0.],
-           [1., 1.],
-           [0., 0.]], dtype=float32)
-    """
-    batch, heads, length = ops.shape(updates[0])[:3]
-    rows = ops.reshape(ops.arange(batch), (-1, 1, 1, 1)) * np.array([1, 0, 0])
-    head = ops.reshape(ops.arange(heads), (1, -1, 1, 1)) * np.array([0, 1, 0])
-    positions = ops.reshape(ops.arange(length) + index, (1, 1, -1, 1))
-    indices = rows + head + positions * np.array([0, 0, 1])  # (B, h, T, 3)
-    rows = ops.reshape(indices, (-1, 3))  # (B * h * T, 3)
-    return tuple(
-        ops.scatter_update(tensor, rows, ops.reshape(new, (-1, new.shape[-1])))
-        for tensor, new in zip(cache, updates, strict=True)  # (B * h * T, d)
-    )
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -239,22 +209,15 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
-        _check_cache_arguments(
-            cache, cache_index, cache_update, return_attention_scores
-        )
+        check_cache_arguments(cache, cache_index, cache_update, return_attention_scores)
         value = query if value is None else value
         if cache is None:
             keys_values = self.compute_cache(value, key)  # (B, h, S, K|V)
-        elif cache_update == "append":
-            new = self.compute_cache(value, key)  # (B, h, T, K|V)
-            keys_values = tuple(
-                ops.concatenate(pair, axis=2) for pair in zip(cache, new, strict=True)
-            )  # (B, h, cache_index + T, K|V)
-        elif cache_update == "write":
-            new = self.compute_cache(value, key)  # (B, h, T, K|V)
-            keys_values = write_positions(cache, new, cache_index)  # (B, h, L, K|V)
+        elif cache_update is None:
+            keys_values = cache  # attended as given
         else:
-            keys_values = cache
+            new = self.compute_cache(value, key)  # (B, h, T, K|V)
+            keys_values = update_cache(cache, new, cache_index, cache_update)
         queries = self._heads(self.query_dense, query, self.key_dim)  # (B, T, h, K)
         queries = queries * ops.cast(1.0 / math.sqrt(self.key_dim), queries.dtype)
         mask = merge_masks(
@@ -395,21 +358,3 @@ def _length(x):
     """The length (axis 1) of `x`: static where known, so that a reshape
     with the batch left to -1 runs no shape ops (as in a decoding step)."""
     return x.shape[1] or ops.shape(x)[1]  # a static 0 cannot size a -1 reshape
-
-
-def _check_cache_arguments(cache, cache_index, cache_update, return_attention_scores):
-    """Raises ValueError for a combination of cache arguments that means nothing."""
-    if cache_update is not None and cache_update not in CACHE_UPDATES:
-        raise ValueError(
-            f"cache_update must be None or one of {CACHE_UPDATES}, "
-            f"got {cache_update!r}."
-        )
-    if cache_update is not None and (cache is None or cache_index is None):
-        raise ValueError(
-            f'cache_update="{cache_update}" needs a `cache` and a `cache_index`.'
-        )
-    if cache is not None and return_attention_scores:
-        raise ValueError(
-            "return_attention_scores is not supported with a cache; call the "
-            "layer without one (a teacher-forced pass) to get the scores."
-        )
