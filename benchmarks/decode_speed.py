@@ -221,8 +221,9 @@ class IdVocabulary:
         return tf.constant([self.pieces[i] for i in ids])
 
 
-def ctranslate2_variants(model, beam_size, new_tokens, folder):
-    """CTranslate2 with `model`'s weights, float32 and int8, 1 and all threads."""
+def ctranslate2_variants(model, beam_size, new_tokens, positions, folder):
+    """CTranslate2 with `model`'s weights, float32 and int8, 1 and all threads,
+    with position encodings for `positions` tokens."""
     import ctranslate2
 
     from keras_transformer.export.ctranslate2_model import transformer_spec
@@ -233,7 +234,7 @@ def ctranslate2_variants(model, beam_size, new_tokens, folder):
     for quantization in ("float32", "int8"):
         path = os.path.join(folder, f"ctranslate2_{quantization}")
         if not os.path.exists(path):
-            spec = transformer_spec(model, vocabulary)
+            spec = transformer_spec(model, vocabulary, max_length=positions)
             spec.validate()
             spec.optimize(quantization=quantization)
             os.makedirs(path)
@@ -418,10 +419,9 @@ def main(argv=None):
     shape = {key: settings[key] for key in common.SHAPE_KEYS}
     environment = common.environment(args.threads)
 
+    positions = max(new_tokens, source_length) + 1  # a source or an output
     keras.utils.set_random_seed(0)
-    config = kt.TransformerConfig(
-        **shape, max_length=max(new_tokens, source_length) + 1
-    )
+    config = kt.TransformerConfig(**shape)
     ours = kt.build_transformer(config)
     baseline = None
     if args.baseline:
@@ -431,7 +431,7 @@ def main(argv=None):
         )
         baseline.set_weights(ours.get_weights())
     hub = common.HubTransformer(
-        sequence_length=max(new_tokens, source_length) + 1,
+        sequence_length=positions,
         dropout=0.1,
         **shape,
     )
@@ -471,7 +471,9 @@ def main(argv=None):
                 variants.update(tutorial_variant(ours, new_tokens))
             if args.ctranslate2:
                 variants.update(
-                    ctranslate2_variants(ours, beam_size, new_tokens, saved_model_dir)
+                    ctranslate2_variants(
+                        ours, beam_size, new_tokens, positions, saved_model_dir
+                    )
                 )
             results[search] = {}
             for batch_size in settings["batch_sizes"]:

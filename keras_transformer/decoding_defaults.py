@@ -2,7 +2,8 @@
 
 The library (`decoding.beam_search`, `decoding.decode`, the exported
 `Translator`) decodes as the paper does (section 6.1): beam 4, length
-penalty alpha 0.6, up to the source length + 50 tokens. The training
+penalty alpha 0.6, up to the source length + 50 tokens, and never more
+than `MAX_LENGTH` tokens in a source or a translation. The training
 recipe (`recipe.settings.EvaluationSection`, so `keras-transformer train`
 and the commands that use its runs) searches with alpha `RECIPE_ALPHA`
 1.0 instead, on purpose: over the 8 recipe runs scored both ways on the
@@ -19,6 +20,10 @@ RECIPE_ALPHA = 1.0  # the training recipe's: measured better on its runs
 SCORING = "gnmt"
 # A translation may have up to its source's length + EXTRA_LENGTH tokens.
 EXTRA_LENGTH = 50
+# The most tokens in a source (its end id included) and in a translation. A
+# run's limit is its `model.max_length` (the recipe's: 64), which the recipe
+# and the commands hand to the Translator.
+MAX_LENGTH = 256
 
 
 def decoding_settings(beam_size, alpha, saved):

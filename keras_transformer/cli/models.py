@@ -84,16 +84,18 @@ def export(args):
 
 def _translator(model, tokenizer_file, run, args):
     """A `Translator` of `model` decoding as `decoding_settings` settles it
-    from `args` and the run's evaluation settings (the recipe's when `run`
-    is not a run), with the run's beam-search scoring."""
+    from `args` and the run's evaluation settings, with the run's
+    beam-search scoring and `model.max_length` (the recipe's defaults when
+    `run` is not a run)."""
     import dataclasses
 
     from keras_transformer.data.tokenizer import load_tokenizer
     from keras_transformer.decoding_defaults import decoding_settings
     from keras_transformer.export import Translator
-    from keras_transformer.recipe.settings import EvaluationSection
+    from keras_transformer.recipe.config import RunConfig
 
-    evaluation = run.read_config().evaluation if run.exists() else EvaluationSection()
+    config = run.read_config() if run.exists() else RunConfig()
+    evaluation = config.evaluation
     beam_size, alpha = decoding_settings(
         args.beam_size, args.alpha, dataclasses.asdict(evaluation)
     )
@@ -103,6 +105,7 @@ def _translator(model, tokenizer_file, run, args):
         beam_size,
         alpha,
         scoring=evaluation.scoring,
+        max_length=config.model.max_length,
     )
 
 

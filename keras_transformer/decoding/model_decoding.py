@@ -10,7 +10,12 @@ import tensorflow as tf
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
 from keras_transformer.decoding.hub_sampling import sample
-from keras_transformer.decoding_defaults import ALPHA, EXTRA_LENGTH, SCORING
+from keras_transformer.decoding_defaults import (
+    ALPHA,
+    EXTRA_LENGTH,
+    MAX_LENGTH,
+    SCORING,
+)
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
 
@@ -98,7 +103,7 @@ def decode(
     alpha=ALPHA,
     num_results=1,
     extra_length=EXTRA_LENGTH,
-    max_length=None,
+    max_length=MAX_LENGTH,
     sampler=None,
     scoring=SCORING,
     fixed_cache=False,
@@ -130,8 +135,8 @@ def decode(
         alpha: length-penalty exponent of beam search (unused when greedy).
         num_results: hypotheses returned per example, <= `beam_size`.
         extra_length: tokens allowed beyond the source length.
-        max_length: cap on generated tokens; defaults to
-            `model.config.max_length`.
+        max_length: cap on generated tokens (an int or scalar tensor),
+            `decoding_defaults.MAX_LENGTH` unless given.
         sampler: a `keras_hub.samplers.Sampler` (top-k, top-p, random,
             greedy or beam) that chooses the tokens instead, over the same
             cached step and limits (see `hub_sampling.sample`);
@@ -176,7 +181,6 @@ def decode(
         )
     if extra_length < 0:
         raise ValueError(f"extra_length must be >= 0, got {extra_length!r}.")
-    max_length = model.config.max_length if max_length is None else max_length
     check_positive_int("max_length", max_length)
 
     encoder_inputs = tf.cast(encoder_inputs, tf.int32)  # (B, S)

@@ -72,7 +72,9 @@ def export_ctranslate2(translator, output_dir, quantization=None):
     output_dir = os.path.normpath(output_dir)
     if os.path.exists(output_dir):
         raise FileExistsError(f"{output_dir} exists; pass another folder.")
-    spec = transformer_spec(translator.model, translator.tokenizer)
+    spec = transformer_spec(
+        translator.model, translator.tokenizer, translator.max_length
+    )
     spec.validate()
     spec.optimize(quantization=quantization)
     parent = os.path.dirname(os.path.abspath(output_dir))
@@ -95,7 +97,7 @@ def export_ctranslate2(translator, output_dir, quantization=None):
     return output_dir
 
 
-def transformer_spec(model, tokenizer):
+def transformer_spec(model, tokenizer, max_length):
     """`model` as a CTranslate2 `TransformerSpec`, weights and vocabulary set.
 
     Post-norm and pre-norm models map alike (pre-norm with its final layer
@@ -103,7 +105,7 @@ def transformer_spec(model, tokenizer):
     `config.scale_embedding` is False), with the output bias if the config
     has one, as in `PositionalEmbedding`, and the position encodings are
     this package's sinusoids (in `config.sinusoid_layout`), as a table of
-    `config.max_length` positions:
+    `max_length` positions:
     CTranslate2 refuses longer sources and translations, which
     `CTranslate2Translator` never asks for. Our fused key-value projections
     are split into CTranslate2's stacked layouts: one query-key-value
@@ -115,6 +117,8 @@ def transformer_spec(model, tokenizer):
     Args:
         model: a `keras_transformer.Transformer`.
         tokenizer: the `SubwordTokenizer` it was trained with.
+        max_length: the most tokens in a source and in a translation (the
+            translator's `max_length`).
 
     Returns:
         A `ctranslate2.specs.TransformerSpec`, to `validate`, `optimize` and
@@ -139,9 +143,7 @@ def transformer_spec(model, tokenizer):
         activation=ctranslate2.specs.Activation[activation],
     )
     encoding = ops.convert_to_numpy(
-        sinusoidal_encoding(
-            config.max_length, config.d_model, layout=config.sinusoid_layout
-        )
+        sinusoidal_encoding(max_length, config.d_model, layout=config.sinusoid_layout)
     )  # (max_length, D)
     spec.encoder.position_encodings.encodings = encoding
     spec.decoder.position_encodings.encodings = encoding

@@ -30,7 +30,9 @@ def export_translator(
 
     The SavedModel holds the signatures of `translator.signatures()`
     (`serving_default`, `greedy`, `beam`, `ids`, `attention`, `nbest`,
-    `score`) and the tokenizer's
+    `score`, `sample`), which decode and read sources with the
+    translator's `max_length` (saved as `max_source_pieces`,
+    `max_length - 1`), and the tokenizer's
     SentencePiece model as the asset `assets/tokenizer.model`; it loads in
     TF2 (`tf.saved_model.load`) and in graph loaders (TF Serving, TF1's
     `tf.compat.v1.saved_model.loader.load`). It is
@@ -93,4 +95,5 @@ def _serving_copy(translator, dtype_policy):
         alpha=translator.alpha,
         extra_length=translator.extra_length,
         scoring=translator.scoring,
+        max_length=translator.max_length,
     )

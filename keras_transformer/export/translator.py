@@ -1,5 +1,7 @@
 """A `tf.Module` that translates text: tokenizer + model + decoding in-graph."""
 
+import numbers
+
 import keras_hub
 import tensorflow as tf
 
@@ -38,8 +40,8 @@ class Translator(tf.Module):
     Input rules, the same in every method and for every batch size
     (including 0): text that is not valid UTF-8 is repaired (bad bytes
     become U+FFFD); characters the vocabulary has never seen become the
-    unknown piece; a source longer than `model.config.max_length - 1`
-    pieces keeps its first `max_length - 1` pieces (the end id makes
+    unknown piece; a source longer than `max_length - 1` pieces keeps
+    its first `max_length - 1` pieces (the end id makes
     `max_length`; the command `translate` splits a longer line before it
     comes here, see `keras_transformer.export.long_inputs`); a source with
     no pieces at all (empty or whitespace only) translates to the empty
@@ -54,11 +56,35 @@ class Translator(tf.Module):
         alpha: length-penalty exponent of `translate` (0.6, the paper's).
         extra_length: a translation may have up to source length +
             `extra_length` tokens (50, the paper's), capped by
-            `model.config.max_length`.
+            `max_length`.
+        max_length: the most tokens in a source (its end id included), in
+            a translation and in a scored target (256); a trained run's is
+            its `model.max_length`, the limit it was trained with.
         scoring: how beam search scores and stops in every method, "gnmt"
             or "transformers" (Hugging Face's `generate`, e.g. for an
             imported Marian model; see `keras_transformer.scorings`).
         The defaults are `keras_transformer.decoding_defaults`'.
+
+    Raises:
+        ValueError: `max_length` is not an int >= 2 (a source needs a piece
+            and the end id), or `scoring` is unknown.
+
+    Example:
+
+    >>> import keras_transformer as kt
+    >>> from keras_transformer.data import train_tokenizer
+    >>> tokenizer = train_tokenizer(["a b c. d e! f g"] * 40, vocab_size=14,
+    ...                             byte_fallback=False)
+    >>> model = kt.build_transformer(
+    ...     kt.TransformerConfig.tiny(tokenizer.vocab_size, d_model=16))
+    >>> translator = Translator(model, tokenizer, max_length=8)
+    >>> ids = translator.source_ids(["a b c d e f g"])  # 13 pieces
+    >>> tuple(ids.shape), int(ids[0, -1])  # the first 7, then the end id
+    ((1, 8), 2)
+    >>> Translator(model, tokenizer, max_length=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_length must be an int >= 2 (a piece and the end id), got 1.
     """
 
     def __init__(
@@ -69,18 +95,29 @@ class Translator(tf.Module):
         alpha=decoding_defaults.ALPHA,
         extra_length=decoding_defaults.EXTRA_LENGTH,
         scoring=decoding_defaults.SCORING,
+        max_length=decoding_defaults.MAX_LENGTH,
     ):
         super().__init__(name="translator")
         check_scoring(scoring)
+        if (
+            isinstance(max_length, bool)
+            or not isinstance(max_length, numbers.Integral)
+            or max_length < 2
+        ):
+            raise ValueError(
+                "max_length must be an int >= 2 (a piece and the end id), got "
+                f"{max_length!r}."
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.beam_size = beam_size
         self.alpha = alpha
         self.extra_length = extra_length
         self.scoring = scoring
-        self.max_length = model.config.max_length
+        self.max_length = int(max_length)
         # Saved with an export, so that a loaded one can tell its defaults
-        # and how many source pieces it reads (`translate` splits longer).
+        # and how many source pieces it reads (`translate` splits longer);
+        # its decoding limit is a constant in its traced signatures.
         self.defaults = {
             "beam_size": tf.Variable(beam_size, dtype=tf.int32, trainable=False),
             "alpha": tf.Variable(alpha, dtype=tf.float32, trainable=False),

@@ -116,6 +116,7 @@ def evaluate_run(
         beam_size,
         alpha,
         scoring=evaluation.scoring,
+        max_length=config.model.max_length,
     )
     scores, _ = score(
         translator.translate,

@@ -232,6 +232,7 @@ def train(plan, config, data, folders, strategy, changed, log, source=None):
         evaluation.beam_size,
         evaluation.alpha,
         scoring=evaluation.scoring,
+        max_length=config.model.max_length,
     )
     saver, chosen = callbacks(
         checkpoints, translator, data, config, folders.run, plan.total_steps - step, log

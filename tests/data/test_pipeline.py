@@ -58,9 +58,10 @@ def test_the_translator_cuts_sources_as_training_does(setting):
     pairs, tokenizer = setting
     max_length = 8
     config = kt.TransformerConfig.tiny(
-        tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=max_length
+        tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2
     )
-    translator = Translator(kt.build_transformer(config), tokenizer)
+    model = kt.build_transformer(config)
+    translator = Translator(model, tokenizer, max_length=max_length)
     texts = [source for source, _ in pairs[:40]] + ["", "  "]
     source_ids = tf.function(translator.source_ids, input_signature=[TEXT])
     served = source_ids(tf.constant(texts)).numpy()  # as in the SavedModel

@@ -2,8 +2,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import keras_transformer as kt
 from keras_transformer.decoding import beam_search, decode, make_next_fn
-from tests.decoding.conftest import SOURCES, START
+from keras_transformer.decoding_defaults import MAX_LENGTH
+from tests.decoding.conftest import SOURCES, START, VOCAB
 
 LENGTHS = [6, 3, 4]
 
@@ -35,6 +37,13 @@ def test_a_batch_decodes_as_its_examples_alone(model, end_id, beam_size, num_res
 def test_max_length_caps_the_output(model, end_id):
     ids, _ = decode(model, SOURCES, end_id=end_id, beam_size=2, max_length=4)
     assert tuple(ids.shape) == (3, 1, 4)
+
+
+def test_max_length_is_the_decoding_default_not_the_model_s():
+    # The model config has no length; decode caps at decoding_defaults'.
+    model = kt.build_transformer(kt.TransformerConfig.tiny(VOCAB, d_model=16))
+    ids, _ = decode(model, SOURCES[:1], end_id=-1, extra_length=10**4)
+    assert tuple(ids.shape) == (1, 1, MAX_LENGTH)
 
 
 def test_cached_greedy_decoding_equals_rerunning_the_model_on_the_prefix(model, end_id):

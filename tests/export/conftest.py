@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import keras_transformer as kt
-import keras_transformer.models  # noqa: F401  (registers the model for loading)
+import keras_transformer.models.transformer  # noqa: F401  (registers the model for loading)
 from keras_transformer.data import SubwordTokenizer, make_dataset, train_tokenizer
 from keras_transformer.export import Translator, export_translator
 
@@ -61,7 +61,6 @@ def reversal_translator(tokenizer, train, epochs=10, warmup_steps=200, **overrid
         # with float rounding changes alone (training accuracy near 1.0 in
         # each); with 0.1 it was 0.99 for two seeds.
         dropout=0.1,
-        max_length=MAX_LENGTH,
     ).replace(**overrides)
     model = kt.build_transformer(config)
     model.compile(
@@ -79,7 +78,7 @@ def reversal_translator(tokenizer, train, epochs=10, warmup_steps=200, **overrid
         repeat=True,
     )
     model.fit(batches, steps_per_epoch=100, epochs=epochs, shuffle=False, verbose=0)
-    return Translator(model, tokenizer)
+    return Translator(model, tokenizer, max_length=MAX_LENGTH)
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +96,7 @@ def trained(tmp_path_factory):
         if folder.exists():
             model = keras.saving.load_model(folder / "model.keras", compile=False)
             tokenizer = SubwordTokenizer.load(folder / "tokenizer.model")
-            translator = Translator(model, tokenizer)
+            translator = Translator(model, tokenizer, max_length=MAX_LENGTH)
         else:
             translator = train_reversal_translator()
             folder.mkdir()

@@ -101,7 +101,9 @@ def test_each_source_keeps_its_own_length_limit(translator, held_out, tmp_path):
     # lengths (4 to 9), which one CTranslate2 call per batch would not keep.
     random.seed(0)
     model = kt.build_transformer(translator.model.config)
-    short = Translator(model, translator.tokenizer, extra_length=2)
+    short = Translator(
+        model, translator.tokenizer, extra_length=2, max_length=translator.max_length
+    )
     exported = CTranslate2Translator(export_ctranslate2(short, tmp_path / "model"))
     texts = [source for source, _ in held_out[:20]]
     for beam_size in (1, 4):

@@ -169,7 +169,7 @@ export_dir, result_file = sys.argv[1:]
 keras.utils.set_random_seed(0)
 tokenizer = train_tokenizer(["a b c d e"] * 20, vocab_size=20, byte_fallback=False)
 config = kt.TransformerConfig.tiny(
-    tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2, max_length=8
+    tokenizer.vocab_size, d_model=16, d_ff=32, num_heads=2
 )
 run_config = RunConfig.from_dict({"runtime": {"precision": "mixed_bfloat16"}})
 with global_dtype_policy(resolve_precision(run_config.runtime.precision)):
@@ -178,14 +178,14 @@ float32 = kt.build_transformer(config)
 float32.set_weights(trained.get_weights())
 ids = tf.constant([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
 path = export_translator(
-    Translator(trained, tokenizer),
+    Translator(trained, tokenizer, max_length=8),
     export_dir,
     dtype_policy=resolve_precision(run_config.output.export_precision),
 )
 # Held in names: a Translator's tf.function methods keep weak references.
 exported = tf.saved_model.load(path)
-in_float32 = Translator(float32, tokenizer)
-in_bfloat16 = Translator(trained, tokenizer)
+in_float32 = Translator(float32, tokenizer, max_length=8)
+in_bfloat16 = Translator(trained, tokenizer, max_length=8)
 scores = {
     "exported": exported.signatures["ids"](ids=ids)["score"],
     "float32": in_float32.translate_ids(ids)["score"],

@@ -7,7 +7,8 @@ import tensorflow as tf
 import keras_transformer as kt
 from keras_transformer.data import train_tokenizer
 from keras_transformer.decoding import decode
-from keras_transformer.export import Translator
+from keras_transformer.decoding_defaults import MAX_LENGTH as MAX_LENGTH_DEFAULT
+from keras_transformer.export import Translator, export_translator
 from keras_transformer.special_ids import END_ID
 from tests.export.conftest import LETTERS, MAX_LENGTH, reversal_pairs
 
@@ -202,8 +203,8 @@ def test_a_thousand_mixed_inputs_decode_as_they_would_alone(signatures):
         )
 
 
-def test_an_empty_source_translates_to_nothing_in_every_method():
-    """Even from a model that never emits the end token by itself."""
+def never_ending_model():
+    """(model, tokenizer): a model whose every output token is "a"."""
     # No `keras.utils.set_random_seed` here: it would delete the SentencePiece
     # resource of the session's tokenizer (see conftest).
     tokenizer = train_tokenizer(
@@ -219,6 +220,36 @@ def test_an_empty_source_translates_to_nothing_in_every_method():
     bias[:] = 0.0
     bias[int(tokenizer.tokenize(["a"])[0, 0])] = 1e4  # logits say "a", never end
     model.output_projection.set_weights([kernel * 0, bias])
+    return model, tokenizer
+
+
+def test_max_length_caps_outputs_and_sources_here_and_in_the_export(tmp_path):
+    model, tokenizer = never_ending_model()
+    translator = Translator(model, tokenizer, beam_size=2, extra_length=9, max_length=4)
+    texts = ["b", " ".join(LETTERS)]  # 2 and 17 source ids
+    exported = tf.saved_model.load(export_translator(translator, tmp_path, "t", 1))
+    assert int(exported.max_source_pieces.numpy()) == 3
+    for signatures in (translator.signatures(), exported.signatures):
+        for name in ("greedy", "serving_default"):
+            result = call(signatures, name, texts)
+            assert result["translation"].tolist() == [b"a a a a"] * 2, name
+        pieces = call(signatures, "attention", texts)["source_pieces"]
+        assert pieces.shape == (2, 4)  # 3 pieces and the end id
+    assert Translator(model, tokenizer).max_length == MAX_LENGTH_DEFAULT
+
+
+@pytest.mark.parametrize("max_length", [1, 0, 2.5, True, None])
+def test_a_bad_max_length_is_a_value_error(max_length):
+    model, tokenizer = never_ending_model()
+    with pytest.raises(
+        ValueError, match=f"max_length must be an int >= 2.*{max_length}"
+    ):
+        Translator(model, tokenizer, max_length=max_length)
+
+
+def test_an_empty_source_translates_to_nothing_in_every_method():
+    """Even from a model that never emits the end token by itself."""
+    model, tokenizer = never_ending_model()
     translator = Translator(model, tokenizer, beam_size=2, extra_length=3)
     texts = ["", "  ", "b"]
     # "b" and its end id: 2 source ids, so 2 + extra_length tokens of "a".

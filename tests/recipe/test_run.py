@@ -56,9 +56,10 @@ def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys, finished
     validation = evaluate_run(folder.path, last=1, beam_size=1, sample=8)
     assert validation["sentences"] == 8 and len(validation["checkpoints"]) == 1
 
-    signature = tf.saved_model.load(results["export_path"]).signatures[
-        "serving_default"
-    ]
+    export = tf.saved_model.load(results["export_path"])
+    # The run's model.max_length, which the model config no longer holds.
+    assert int(export.max_source_pieces.numpy()) == config.model.max_length - 1
+    signature = export.signatures["serving_default"]
     outputs = signature(text=tf.constant(["Guten Morgen!", ""]))
     assert outputs["translation"].shape == (2,)
     assert outputs["translation"].numpy()[1] == b""
@@ -192,6 +193,7 @@ def test_a_folder_of_the_old_job_resumes_evaluates_and_exports(tmp_path, capsys)
     assert "Exported the translator to" in capsys.readouterr().out
     exported = tf.saved_model.load(str(tmp_path / "t" / "1"))
     assert int(exported.defaults["beam_size"].numpy()) == 2  # the run's
+    assert int(exported.max_source_pieces.numpy()) == 24 - 1  # its job.json's
     command = [
         "train",
         *("--config", str(folder / "job.json"), "--output-dir", str(folder)),
