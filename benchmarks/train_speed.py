@@ -248,7 +248,6 @@ def build_model(name, config, package=kt):
                 **shape,
                 dropout=DROPOUT,
                 attention_dropout=DROPOUT,
-                max_length=config["length"],
             )
         )
     if name == "keras_hub":

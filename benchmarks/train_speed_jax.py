@@ -87,7 +87,6 @@ def build_model(name, config):
                 **shape,
                 dropout=DROPOUT,
                 attention_dropout=DROPOUT,
-                max_length=config["length"],
             )
         )
     return common.HubTransformer(

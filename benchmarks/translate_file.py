@@ -91,12 +91,16 @@ def cli(tree, *arguments, stdout=subprocess.DEVNULL):
 def run_for_older_trees(run_dir, folder):
     """A copy of the run folder without the model-config fields that hold
     their defaults, which a tree older than the field cannot read (it then
-    builds the same model from its own defaults)."""
+    builds the same model from its own defaults), and with the run's
+    `model.max_length` in the model config, where older trees read their
+    decoding limit."""
     import dataclasses
     import shutil
     import zipfile
 
     from keras_transformer.models import TransformerConfig
+    from keras_transformer.recipe.config import RunConfig
+    from keras_transformer.recipe.run_directory import RunDirectory
 
     defaults = {
         field.name: field.default
@@ -104,11 +108,17 @@ def run_for_older_trees(run_dir, folder):
         if field.default is not dataclasses.MISSING
     }
 
+    run = RunDirectory(run_dir)
+    max_length = (run.read_config() if run.exists() else RunConfig()).model.max_length
+
     def trimmed(config):
         return {
-            key: value
-            for key, value in config.items()
-            if key not in defaults or value != defaults[key]
+            **{
+                key: value
+                for key, value in config.items()
+                if key not in defaults or value != defaults[key]
+            },
+            "max_length": max_length,
         }
 
     copy = folder / "run_for_older_trees"
@@ -232,16 +242,18 @@ def quick_run(folder, sources):
 
     import keras_transformer as kt
     from keras_transformer.data import train_tokenizer
+    from keras_transformer.recipe.config import RunConfig
     from keras_transformer.recipe.run_directory import RunDirectory
 
     keras.utils.set_random_seed(0)
     tokenizer = train_tokenizer(sources, vocab_size=120, byte_fallback=False)
-    config = kt.TransformerConfig.tiny(
-        tokenizer.vocab_size, d_model=16, d_ff=32, max_length=12
-    )
+    config = kt.TransformerConfig.tiny(tokenizer.vocab_size, d_model=16, d_ff=32)
     run = RunDirectory(folder / "run")
     os.makedirs(folder / "run", exist_ok=True)
     tokenizer.save(run.tokenizer)
+    run.write_config(
+        RunConfig.from_dict({"model": {"preset": "tiny", "max_length": 12}})
+    )
     kt.build_transformer(config).save(run.model)
     return folder / "run"
 

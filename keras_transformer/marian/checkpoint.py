@@ -5,7 +5,8 @@ Each way Marian differs from this package's defaults is a
 the feed-forward activation, the layer-norm epsilon (PyTorch's 1e-5),
 `scale_embedding`, `final_logits_bias` (`output_bias`), separate source
 and target vocabularies (`target_vocab_size`), untied output weights
-(`shared_embeddings=False`) and `max_position_embeddings` (`max_length`).
+(`shared_embeddings=False`); `max_position_embeddings` becomes an imported
+run's `model.max_length` (`run.import_marian`), no part of the architecture.
 The pad id is handled by renumbering the vocabulary (`vocabulary`).
 A config value the import cannot represent is a one-line `ValueError`
 naming the field, never a silently different model.
@@ -43,7 +44,6 @@ _MAPPED = {
     "share_encoder_decoder_embeddings",
     "tie_word_embeddings",
     "scale_embedding",
-    "max_position_embeddings",
     "pad_token_id",
     "eos_token_id",
     "decoder_start_token_id",
@@ -85,6 +85,7 @@ _IGNORED = {
     "bad_words_ids",
     "num_beams",
     "max_length",
+    "max_position_embeddings",  # an imported run's model.max_length
     "extra_pos_embeddings",
     "layernorm_embedding",
 }
@@ -164,7 +165,6 @@ def model_config(config, name=CONFIG):
         dropout=config.get("dropout", 0.1),
         attention_dropout=config.get("attention_dropout", 0.0),
         activation_dropout=config.get("activation_dropout", 0.0),
-        max_length=config.get("max_position_embeddings", 512),
         shared_embeddings=shared and tied,
         activation=ACTIVATIONS[activation],
         layer_norm_epsilon=LAYER_NORM_EPSILON,

@@ -6,6 +6,9 @@ from keras_transformer.marian import checkpoint, vocabulary
 
 # generation_config.json's defaults where it sets none (transformers').
 _GENERATION_DEFAULTS = {"num_beams": 1, "length_penalty": 1.0}
+# The positions of a Marian model whose config.json sets no
+# max_position_embeddings: an imported run's model.max_length then.
+MAX_POSITIONS = 512
 
 
 def load_marian(hf_dir):
@@ -73,9 +76,11 @@ def import_marian(hf_dir, output_dir):
     The folder has what a finished `keras-transformer train` run has for
     the other commands (`export`, `translate`, `evaluate`, `attention`,
     `train --init-from`): job.json (the default recipe, with the model's
-    architecture and the checkpoint's beam search: generation_config.json's
-    `num_beams` and `length_penalty` as the beam size and alpha, scored as
-    transformers scores it, `scoring="transformers"`), model_config.json,
+    architecture, config.json's `max_position_embeddings` (the most
+    positions Marian's model has) as `model.max_length`, and the
+    checkpoint's beam search: generation_config.json's `num_beams` and
+    `length_penalty` as the beam size and alpha, scored as transformers
+    scores it, `scoring="transformers"`), model_config.json,
     tokenizer.model (the Marian tokenizer's files, zipped) and model.keras.
     Everything is read and checked before anything is written.
 
@@ -95,10 +100,15 @@ def import_marian(hf_dir, output_dir):
     if run.exists() or os.path.exists(run.model):
         raise FileExistsError(f"{output_dir} holds a run already.")
     model, tokenizer, generation = load_marian(hf_dir)
+    positions = checkpoint.read_json(hf_dir, checkpoint.CONFIG).get(
+        "max_position_embeddings", MAX_POSITIONS
+    )
     config = RunConfig.from_dict(
         {
             "data": {"vocab_size": tokenizer.vocab_size},
-            "model": model_section(model.config, ModelSection()).to_dict(),
+            "model": model_section(
+                model.config, ModelSection(), max_length=positions
+            ).to_dict(),
             "evaluation": {
                 "beam_size": generation["num_beams"],
                 "alpha": generation["length_penalty"],

@@ -3,9 +3,11 @@
 import dataclasses
 
 PRESETS = ("tiny", "small", "base", "big")
-# Training settings that version 1 of the package kept here; a config saved
-# then (in a .keras file or a run's model_config.json) still loads.
-_TRAINING_FIELDS = ("label_smoothing", "warmup_steps")
+# Settings that earlier versions kept here, and a config saved then (in a
+# .keras file or a run's model_config.json) still holds: version 1's training
+# settings, and max_length, a data and decoding limit (the training recipe's
+# `model.max_length`, the decoders' and the Translator's `max_length`).
+_NOT_ARCHITECTURE = ("label_smoothing", "warmup_steps", "max_length")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -13,9 +15,13 @@ class TransformerConfig:
     """Hyper-parameters of an encoder-decoder Transformer.
 
     The architecture only; how it trains (label smoothing, the schedule) is
-    the training recipe's. The presets (`PRESETS`) `base` and `big` are the
-    paper's models (Table 3); `small` and `tiny` train on a CPU. Any field
-    can be overridden in a preset: `TransformerConfig.base(37000, dropout=0.2)`.
+    the training recipe's, and how long its inputs and outputs may be is the
+    data pipeline's and the decoders' (`max_length`: the recipe's
+    `model.max_length`, `decode`'s and the `Translator`'s argument; the
+    sinusoidal positions work for any length). The presets (`PRESETS`)
+    `base` and `big` are the paper's models (Table 3); `small` and `tiny`
+    train on a CPU. Any field can be overridden in a preset:
+    `TransformerConfig.base(37000, dropout=0.2)`.
 
     Args:
         vocab_size: size of the (shared) vocabulary; id 0 is padding.
@@ -28,8 +34,6 @@ class TransformerConfig:
         attention_dropout: dropout on attention probabilities.
         activation_dropout: dropout on the feed-forward networks' inner
             activations.
-        max_length: longest sequence the data pipeline and decoders produce.
-            The position encoding itself works for any length.
         norm_first: pre-norm blocks (and a final layer norm) instead of the
             paper's post-norm.
         shared_embeddings: one embedding matrix for source, target and the
@@ -64,7 +68,6 @@ class TransformerConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
-    max_length: int = 256
     norm_first: bool = False
     shared_embeddings: bool = True
     activation: str = "relu"
@@ -82,7 +85,6 @@ class TransformerConfig:
             "d_ff",
             "num_encoder_layers",
             "num_decoder_layers",
-            "max_length",
         )
         for name in positive:
             value = getattr(self, name)
@@ -148,7 +150,6 @@ class TransformerConfig:
             attention_dropout=0.1,
             num_encoder_layers=3,
             num_decoder_layers=3,
-            max_length=128,
             norm_first=True,
         )
         return cls(vocab_size=vocab_size, **values).replace(**overrides)
@@ -162,7 +163,6 @@ class TransformerConfig:
             d_ff=512,
             num_encoder_layers=2,
             num_decoder_layers=2,
-            max_length=64,
         )
         return cls(vocab_size=vocab_size, **values).replace(**overrides)
 
@@ -189,15 +189,17 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, values):
-        """The config of `to_dict`'s values; the training settings that
-        version 1 saved here are left out.
+        """The config of `to_dict`'s values; the settings that earlier
+        versions saved here (version 1's training settings, `max_length`)
+        are left out.
 
         Example:
 
-        >>> TransformerConfig.from_dict({"vocab_size": 9, "warmup_steps": 4000}).d_model
-        512
+        >>> config = TransformerConfig.from_dict({"vocab_size": 9, "max_length": 64})
+        >>> config.d_model, hasattr(config, "max_length")
+        (512, False)
         """
-        values = {k: v for k, v in values.items() if k not in _TRAINING_FIELDS}
+        values = {k: v for k, v in values.items() if k not in _NOT_ARCHITECTURE}
         _check_field_names(values)
         return cls(**values)
 

@@ -4,7 +4,7 @@ Six sections, each a frozen dataclass whose fields are the settings and
 whose field metadata is the `keras-transformer train` flag's help:
 
     data        what to train on, and the vocabulary
-    model       the architecture: a preset, `max_length`, field overrides
+    model       the architecture (a preset, field overrides) and `max_length`
     training    batches, schedule, length, checkpoints, seed
     runtime     precision and devices
     evaluation  checkpoint averaging and decoding for scores and export

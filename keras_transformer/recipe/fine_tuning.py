@@ -1,8 +1,9 @@
 """Fine-tuning: a run that starts from another run's weights (`training.init_from`).
 
-The source brings its vocabulary and its architecture: its run's
-tokenizer.model becomes the run's `data.vocab`, and its `TransformerConfig`
-the model section. Another vocabulary, vocabulary size or architecture is a
+The source brings its vocabulary, its architecture and its length limit:
+its run's tokenizer.model becomes the run's `data.vocab`, and its
+`TransformerConfig` and its run's `model.max_length` the model section.
+Another vocabulary, vocabulary size, architecture or `max_length` is a
 one-line error; the dropouts may change. The optimizer starts afresh. By
 default the run trains `FINE_TUNING_SHARE` of the usual length for its
 corpus, with a warm-up of at most `FINE_TUNING_WARMUP` updates back up to the
@@ -35,6 +36,8 @@ class Source:
     tokenizer: str  # its run's tokenizer.model
     config: TransformerConfig
     updates: int | None  # the updates its schedule was planned for, if known
+    # Its run's model.max_length (the recipe's default if it has no job.json).
+    max_length: int = ModelSection.max_length
 
     def learning_rate_scale(self, warmup_steps):
         """The factor on a `warmup_steps` schedule that makes its peak the
@@ -69,11 +72,13 @@ def source_of(path):
                 f"model ({path}), with the vocabulary and config it was trained with."
             )
     schedule = run.read_schedule() if os.path.exists(run.schedule) else {}
+    section = run.read_config().model if run.exists() else ModelSection()
     return Source(
         model=model,
         tokenizer=run.tokenizer,
         config=run.read_model_config(),
         updates=schedule.get("total_steps"),
+        max_length=section.max_length,
     )
 
 
@@ -98,17 +103,31 @@ def settle_init_from(config):
         )
     values = config.to_dict()
     values["data"]["vocab"] = source.tokenizer
-    values["model"] = model_section(source.config, config.model).to_dict()
+    values["model"] = model_section(
+        source.config, config.model, source.max_length
+    ).to_dict()
     return RunConfig.from_dict(values), source
 
 
-def model_section(source, given):
-    """The model section of the `source` TransformerConfig, with the
-    dropouts that `given` overrides.
+def model_section(source, given, max_length):
+    """The model section of the `source` TransformerConfig and `max_length`
+    (its run's), with the dropouts that `given` overrides.
+
+    Example:
+
+    >>> source = TransformerConfig.tiny(100, dropout=0.2)
+    >>> section = model_section(source, ModelSection(), max_length=24)
+    >>> section.preset, section.max_length
+    ('tiny', 24)
+    >>> longer = dataclasses.replace(section, max_length=48)
+    >>> model_section(source, longer, max_length=24)
+    Traceback (most recent call last):
+    ...
+    ValueError: Fine-tuning keeps ... the model settings change max_length 24 -> 48 (...
 
     Raises:
         ValueError: `given` sets anything else, and that differs from
-            `source`.
+            `source` or `max_length`.
     """
     dropouts = {
         name: value for name, value in given.overrides.items() if name in REGULARISATION
@@ -127,23 +146,25 @@ def model_section(source, given):
             if field.name not in REGULARISATION
             and getattr(source, field.name) != getattr(wanted, field.name)
         ]
+        if given.max_length != max_length:
+            changed.append(f"max_length {max_length!r} -> {given.max_length!r}")
         if changed:
             raise ValueError(
-                "Fine-tuning keeps the architecture of init_from's model; the "
-                f"model settings change {', '.join(changed)} (leave them out; "
-                "only dropouts may change)."
+                "Fine-tuning keeps the architecture and max_length of init_from's "
+                f"model; the model settings change {', '.join(changed)} (leave "
+                "them out; only dropouts may change)."
             )
-    return _section_of(source.replace(**dropouts))
+    return _section_of(source.replace(**dropouts), max_length)
 
 
-def _section_of(config):
-    """The model section that gives `config`: the preset it differs least
-    from, and the fields it differs in (dropout always, as the section
-    raises a preset's otherwise)."""
+def _section_of(config, max_length):
+    """The model section that gives `config`, with `max_length`: the preset
+    `config` differs least from, and the fields it differs in (dropout
+    always, as the section raises a preset's otherwise)."""
     fields = [
         field.name
         for field in dataclasses.fields(TransformerConfig)
-        if field.name not in ("vocab_size", "max_length")
+        if field.name != "vocab_size"
     ]
 
     def overrides(preset):
@@ -156,5 +177,5 @@ def _section_of(config):
 
     preset = min(PRESETS, key=lambda name: len(overrides(name)))
     return ModelSection(
-        preset=preset, max_length=config.max_length, overrides=overrides(preset)
+        preset=preset, max_length=max_length, overrides=overrides(preset)
     )

@@ -3,10 +3,10 @@
 import dataclasses
 
 from keras_transformer.models.config import PRESETS, TransformerConfig
-from keras_transformer.recipe.settings import setting
+from keras_transformer.recipe.settings import check_at_least, setting
 
-# TransformerConfig fields that the model section does not take: the
-# vocabulary is the tokenizer's (data.vocab_size); max_length is its own field.
+# Settings that the model section's overrides do not take: the vocabulary is
+# the tokenizer's (data.vocab_size); max_length is the section's own field.
 _NOT_ARCHITECTURE = {
     "vocab_size": "the tokenizer's size: set data.vocab_size (--vocab-size)",
     "label_smoothing": "a training setting: training.label_smoothing "
@@ -20,10 +20,14 @@ MIN_DROPOUT = 0.2
 
 @dataclasses.dataclass(frozen=True)
 class ModelSection:
-    """The architecture: a `TransformerConfig` preset and field overrides.
+    """The model: a `TransformerConfig` preset, field overrides, and the
+    run's length limit.
 
-    In a file or `job.json` the overrides sit beside `preset` and
-    `max_length`: `{"preset": "base", "max_length": 128, "dropout": 0.1}`.
+    `max_length` is no part of the architecture (`transformer_config`): the
+    data pipeline cuts sources and targets to it, and the run's
+    `Translator`s (evaluation, export) read and decode up to it. In a file
+    or `job.json` the overrides sit beside `preset` and `max_length`:
+    `{"preset": "base", "max_length": 128, "dropout": 0.1}`.
     """
 
     preset: str = setting("small", "the TransformerConfig preset", choices=PRESETS)
@@ -40,6 +44,7 @@ class ModelSection:
     def __post_init__(self):
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}.")
+        check_at_least("max_length", self.max_length, 2)  # a piece and the end id
         if not isinstance(self.overrides, dict):
             raise ValueError(
                 "The model overrides must be a JSON object of TransformerConfig "
@@ -67,9 +72,7 @@ class ModelSection:
         >>> ModelSection(overrides={"dropout": 0.1}).transformer_config(100).dropout
         0.1
         """
-        preset = getattr(TransformerConfig, self.preset)(
-            vocab_size, max_length=self.max_length
-        )
+        preset = getattr(TransformerConfig, self.preset)(vocab_size)
         dropout = max(preset.dropout, MIN_DROPOUT)
         return preset.replace(**{"dropout": dropout, **self.overrides})
 

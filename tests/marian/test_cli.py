@@ -8,6 +8,7 @@ import pytest
 
 from keras_transformer.cli import main
 from keras_transformer.data import DING_PATH
+from keras_transformer.marian.run import MAX_POSITIONS, import_marian
 from keras_transformer.recipe.run_directory import RunDirectory
 from tests.fixtures.make_marian_fixtures import ding_lines
 from tests.marian.test_import import FIXTURES, check_strings, reference_of
@@ -34,17 +35,23 @@ def run_cli(capsys, *argv):
 
 @pytest.mark.slow
 def test_imported_run_exports_and_translates_as_transformers(tmp_path, capsys):
+    import tensorflow as tf
+
     run_dir = tmp_path / "run"
     assert run_cli(capsys, "import-marian", VARIANT, "--output-dir", run_dir)[0] == 0
-    evaluation = RunDirectory(run_dir).read_config().evaluation
+    config = RunDirectory(run_dir).read_config()
+    evaluation = config.evaluation
     # generation_config's beams and length penalty, searched as transformers
     assert (evaluation.beam_size, evaluation.alpha) == (4, 1.0)
     assert evaluation.scoring == "transformers"
+    assert config.model.max_length == 64  # config.json's max_position_embeddings
     export = tmp_path / "export" / "opus"
     status, out, err = run_cli(
         capsys, "export", run_dir, "--format", "saved_model", "--output", export
     )
     assert status == 0, err
+    exported = tf.saved_model.load(str(export / "1"))
+    assert int(exported.max_source_pieces.numpy()) == 64 - 1
     sources = reference()["sources"]
     status, out, err = run_cli(
         capsys, "translate", export / "1", *sources, "--beam-size", "1"
@@ -78,6 +85,22 @@ def test_unsupported_config_is_one_line_and_writes_nothing(
     assert status == 1
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("positions, max_length", [(40, 40), (None, MAX_POSITIONS)])
+def test_max_position_embeddings_is_the_run_s_max_length(
+    positions, max_length, tmp_path
+):
+    folder = tmp_path / "hf"
+    shutil.copytree(VARIANT, folder)
+    config = json.loads((folder / "config.json").read_text())
+    del config["max_position_embeddings"]
+    if positions is not None:
+        config["max_position_embeddings"] = positions
+    (folder / "config.json").write_text(json.dumps(config))
+    run = import_marian(folder, tmp_path / "run")
+    assert run.read_config().model.max_length == max_length
+    assert "max_length" not in json.loads(open(run.model_config).read())
 
 
 def test_a_folder_that_is_not_marian_is_one_line(tmp_path, capsys):

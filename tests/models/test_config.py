@@ -26,11 +26,18 @@ def test_each_preset_is_a_constructor():
         assert (config.vocab_size, config.dropout) == (100, 0.2)
 
 
-def test_training_settings_are_not_fields():
-    # label smoothing and the warm-up are the training recipe's settings.
+def test_training_settings_and_max_length_are_not_fields():
+    # label smoothing and the warm-up are the training recipe's settings;
+    # max_length is the data pipeline's and the decoders' limit.
     with pytest.raises(TypeError, match="label_smoothing"):
         TransformerConfig(100, label_smoothing=0.1)
-    for name, value in (("label_smoothing", 0.1), ("warmup_steps", 4000)):
+    with pytest.raises(TypeError, match="max_length"):
+        TransformerConfig(100, max_length=64)
+    for name, value in (
+        ("label_smoothing", 0.1),
+        ("warmup_steps", 4000),
+        ("max_length", 64),
+    ):
         with pytest.raises(
             ValueError, match=f"Unknown TransformerConfig field '{name}'"
         ):
@@ -47,6 +54,16 @@ def test_from_dict_reads_a_config_that_kept_training_settings():
     saved = {**config.to_dict(), "label_smoothing": 0.2, "warmup_steps": 400}
     assert TransformerConfig.from_dict(saved) == config
     assert "label_smoothing" not in config.to_dict()
+
+
+def test_from_dict_reads_a_config_that_kept_max_length():
+    # What .keras files and model_config.json held before max_length moved
+    # to the run (model.max_length) and the decoders (max_length=).
+    config = TransformerConfig.small(100)
+    for max_length in (64, 128, 256):
+        saved = {**config.to_dict(), "max_length": max_length}
+        assert TransformerConfig.from_dict(saved) == config
+    assert "max_length" not in config.to_dict()
 
 
 def test_presets_take_overrides():
@@ -71,7 +88,6 @@ def test_dict_round_trip():
         ({"activation_dropout": -0.1}, "activation_dropout"),
         ({"vocab_size": 0}, "vocab_size"),
         ({"num_encoder_layers": 2.5}, "num_encoder_layers"),
-        ({"max_length": 0}, "max_length"),
         ({"layer_norm_epsilon": 0.0}, "layer_norm_epsilon"),
         ({"output_bias": True, "shared_embeddings": False}, "output_bias"),
         ({"target_vocab_size": 50}, "target_vocab_size needs shared_embeddings"),

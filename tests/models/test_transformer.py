@@ -9,7 +9,7 @@ RNG = np.random.default_rng(0)
 
 
 def tiny_model(**overrides):
-    values = dict(d_model=32, d_ff=64, dropout=0.0, max_length=16)
+    values = dict(d_model=32, d_ff=64, dropout=0.0)
     return build_transformer(TransformerConfig.tiny(VOCAB, **{**values, **overrides}))
 
 

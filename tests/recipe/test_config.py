@@ -182,6 +182,11 @@ def test_bad_section_settings_are_value_errors():
             {"model": {"max_length": 4096}},
             "tokens_per_batch=2048 must be >= max_length",
         ),
+        ({"model": {"max_length": 1}}, "max_length must be an int >= 2, got 1"),
+        (
+            {"model": {"overrides": {"max_length": 32}}},
+            r"max_length as model.max_length \(--max-length\)",
+        ),
         ({"evaluation": {"test_sample": None}}, "test_sample must be 'all'"),
         ({"runs": {}}, "Unknown config section 'runs'"),
     ]
@@ -238,7 +243,9 @@ def test_the_recipe_is_the_same_in_every_precision():
     assert model.transformer_config(100).dropout == 0.3
     model = RunConfig.from_dict({"model": {"dropout": 0.1}}).model
     assert model.transformer_config(100).dropout == 0.1
-    assert RunConfig().model.transformer_config(100).max_length == 64  # one owner
+    # max_length is the run's (data and decoding), no part of the architecture.
+    assert RunConfig().model.max_length == 64
+    assert not hasattr(RunConfig().model.transformer_config(100), "max_length")
 
 
 def test_a_version_1_job_json_reads_as_sections():

@@ -1,5 +1,6 @@
 """Fine-tuning (`--init-from`), the best epoch's weights and early stopping."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 
 from keras_transformer.cli import main
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.recipe.config import RunConfig
 from keras_transformer.recipe.fine_tuning import model_section, source_of
 from keras_transformer.recipe.model_section import ModelSection
 from keras_transformer.recipe.run import run
@@ -47,6 +49,7 @@ def test_a_fine_tuning_run_starts_from_its_source_with_its_vocabulary(
         assert a.read() == b.read()
     source_config = source_dir.read_model_config()
     assert tuned_dir.read_model_config() == source_config.replace(dropout=0.3)
+    assert tuned_dir.read_config().model.max_length == source_run.model.max_length
     summary = next(line for line in logged if line.startswith("Data:"))
     assert f"Fine-tuning: from {source_dir.path}" in summary
     assert f"Starting from the weights of {source_dir.model}." in logged
@@ -62,12 +65,17 @@ def test_a_fine_tuning_run_starts_from_its_source_with_its_vocabulary(
 
 def test_the_source_brings_the_architecture_and_only_dropouts_may_change():
     source = TransformerConfig.tiny(500, d_model=32, d_ff=64, num_heads=2)
-    section = model_section(source, ModelSection())
+    section = model_section(source, ModelSection(), max_length=24)
     assert section.transformer_config(500) == source
-    tuned = model_section(source, ModelSection(overrides={"dropout": 0.4}))
+    assert section.max_length == 24  # the source run's, not the default 64
+    tuned = model_section(source, ModelSection(overrides={"dropout": 0.4}), 24)
     assert tuned.transformer_config(500) == source.replace(dropout=0.4)
+    assert tuned.max_length == 24
     with pytest.raises(ValueError, match=r"keeps the architecture.*d_model 32 -> 512"):
-        model_section(source, ModelSection(preset="base"))
+        model_section(source, ModelSection(preset="base"), 24)
+    longer = dataclasses.replace(section, max_length=32)
+    with pytest.raises(ValueError, match=r"settings change max_length 24 -> 32 \("):
+        model_section(source, longer, 24)
 
 
 @pytest.mark.parametrize(
@@ -99,6 +107,21 @@ def test_source_of_reads_the_updates_of_the_source_schedule(tmp_path):
     source = source_of(str(tmp_path))
     assert (source.model, source.updates) == (run_dir.model, 2500)
     assert source.learning_rate_scale(100) == pytest.approx(0.2)
+    assert source.max_length == ModelSection().max_length  # no job.json
+
+
+def test_source_of_reads_max_length_from_the_source_job_json(tmp_path):
+    run_dir = RunDirectory(tmp_path)
+    for path in (run_dir.model, run_dir.tokenizer):
+        open(path, "w").close()
+    # A model_config.json written before max_length left the architecture.
+    saved = {**TransformerConfig.tiny(100).to_dict(), "max_length": 64}
+    with open(run_dir.model_config, "w") as file:
+        json.dump(saved, file)
+    run_dir.write_config(RunConfig.from_dict({"model": {"max_length": 24}}))
+    source = source_of(str(tmp_path))
+    assert source.config == TransformerConfig.tiny(100)
+    assert source.max_length == 24
 
 
 class Model:
