@@ -53,11 +53,10 @@ def add_export_parser(commands):
 
 
 def export(args):
-    import keras
-
     import keras_transformer.models.transformer  # noqa: F401  (registers its classes)
     from keras_transformer.export import export_ctranslate2, export_translator
     from keras_transformer.export.ctranslate2_model import import_ctranslate2
+    from keras_transformer.models import load_model
     from keras_transformer.recipe.run_directory import model_and_run
 
     if args.format == "ctranslate2":
@@ -66,7 +65,7 @@ def export(args):
         raise ValueError("--quantization goes with --format ctranslate2.")
     model_path, run = model_and_run(args.model)
     translator = _translator(
-        keras.saving.load_model(model_path, compile=False),
+        load_model(model_path, compile=False),  # either layout
         args.tokenizer or run.tokenizer,
         run,
         args,
