@@ -215,10 +215,14 @@ class IdVocabulary:
 
     def __init__(self, vocab_size):
         self.vocab_size = vocab_size
-        self.pieces = [*self.SPECIAL, *(f"t{i}" for i in range(4, vocab_size))]
+        self.names = [*self.SPECIAL, *(f"t{i}" for i in range(4, vocab_size))]
+
+    def pieces(self):
+        """`(source pieces, target pieces)`, as `SubwordTokenizer.pieces`."""
+        return self.names, self.names
 
     def id_to_piece(self, ids):
-        return tf.constant([self.pieces[i] for i in ids])
+        return tf.constant([self.names[i] for i in ids])
 
 
 def ctranslate2_variants(model, beam_size, new_tokens, positions, folder):
@@ -229,7 +233,7 @@ def ctranslate2_variants(model, beam_size, new_tokens, positions, folder):
     from keras_transformer.export.ctranslate2_model import transformer_spec
 
     vocabulary = IdVocabulary(model.config.vocab_size)
-    index = {piece: i for i, piece in enumerate(vocabulary.pieces)}
+    index = {piece: i for i, piece in enumerate(vocabulary.names)}
     variants = {}
     for quantization in ("float32", "int8"):
         path = os.path.join(folder, f"ctranslate2_{quantization}")
@@ -244,7 +248,7 @@ def ctranslate2_variants(model, beam_size, new_tokens, positions, folder):
 
             def run(ids, engine=engine):
                 sources = [
-                    [vocabulary.pieces[i] for i in row[:-1]] for row in ids.numpy()
+                    [vocabulary.names[i] for i in row[:-1]] for row in ids.numpy()
                 ]  # CTranslate2 appends the end token
                 results = engine.translate_batch(
                     sources,
