@@ -59,6 +59,7 @@ import tensorflow as tf
 
 import keras_transformer as kt
 from keras_transformer.decoding import decode
+from keras_transformer.models.saved_layout import load_weights
 
 START_ID = 1
 NEVER_ID = -1  # an end id no model produces, so every step runs
@@ -405,7 +406,7 @@ def parse_args(argv=None):
         "--baseline",
         metavar="GIT_REF",
         help="also time ours as of this commit, with the same weights, as "
-        "baseline_tf_function and baseline_signature: an A/B of a change",
+        "baseline_tf_function, baseline_xla and baseline_signature: an A/B of a change",
     )
     common.add_threads_argument(parser)
     return parser.parse_args(argv)
@@ -433,7 +434,11 @@ def main(argv=None):
         baseline = package.build_transformer(
             package.TransformerConfig(**config.to_dict())
         )
-        baseline.set_weights(ours.get_weights())
+        # The same weights, through a file: `load_weights` reads the layout
+        # of either version (the order of `weights` may differ).
+        weights = os.path.join(tempfile.mkdtemp(), "baseline.weights.h5")
+        baseline.save_weights(weights)
+        load_weights(ours, weights)
     hub = common.HubTransformer(
         sequence_length=positions,
         dropout=0.1,
@@ -469,7 +474,7 @@ def main(argv=None):
                         new_tokens,
                         decode_fn=package.decode,
                     ).items()
-                    if name in ("ours_tf_function", "ours_signature")
+                    if name in ("ours_tf_function", "ours_xla", "ours_signature")
                 )
             if beam_size == 1:
                 variants.update(tutorial_variant(ours, new_tokens))
