@@ -1,6 +1,10 @@
 """The position-wise feed-forward network."""
 
+import functools
+
 import keras
+
+from keras_transformer.layers.position_wise import apply_to_positions
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -59,32 +63,30 @@ class FeedForward(keras.layers.Layer):
         self.output_dense = None  # width known in build()
 
     def build(self, inputs_shape):
-        self.inner_dense.build(inputs_shape)
+        self.inner_dense.build((None, inputs_shape[-1]))  # rows of positions
         self.output_dense = self._dense(inputs_shape[-1], None, "output")
-        self.output_dense.build((*inputs_shape[:-1], self.d_ff))
+        self.output_dense.build((None, self.d_ff))
         self.built = True
 
     def _dense(self, units, activation, name):
-        """A projection of (B, T, D) to (B, T, units), kernel (D, units)."""
-        # (Not "...d,de->...e": TensorFlow's float16 Einsum with an ellipsis
-        # gives wrong numbers on CPU; this one is a batched matmul.)
-        projection = keras.layers.EinsumDense(
-            "btd,de->bte",
-            output_shape=(None, units),
+        return keras.layers.Dense(
+            units,
             activation=activation,
-            bias_axes="e",
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,
             name=name,
         )
-        projection.supports_masking = True  # each position maps on its own
-        return projection
 
     def call(self, inputs, training=None):
-        hidden = self.inner_dense(inputs)  # (B, T, d_ff)
+        return apply_to_positions(
+            functools.partial(self._network, training=training), inputs
+        )  # (B, T, D)
+
+    def _network(self, rows, training):
+        hidden = self.inner_dense(rows)  # (N, d_ff)
         hidden = self.dropout_layer(hidden, training=training)
-        return self.output_dense(hidden)  # (B, T, D)
+        return self.output_dense(hidden)  # (N, D)
 
     def get_config(self):
         config = super().get_config()

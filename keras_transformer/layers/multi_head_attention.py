@@ -11,6 +11,7 @@ from keras_transformer.layers.attention_cache import (
     update_cache,
 )
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
+from keras_transformer.layers.position_wise import apply_to_positions
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -143,20 +144,14 @@ class MultiHeadAttention(keras.layers.Layer):
         )
 
     def _dense(self, units, name):
-        """A projection of (B, T, D) to (B, T, units), kernel (D, units)."""
-        # (Not "...d,de->...e": TensorFlow's float16 Einsum with an ellipsis
-        # gives wrong numbers on CPU; this one is a batched matmul.)
-        projection = keras.layers.EinsumDense(
-            "btd,de->bte",
-            output_shape=(None, units),
-            bias_axes="e" if self.use_bias else None,
+        return keras.layers.Dense(
+            units,
+            use_bias=self.use_bias,
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
             dtype=self.dtype_policy,
             name=name,
         )
-        projection.supports_masking = True  # each position maps on its own
-        return projection
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape
@@ -165,15 +160,15 @@ class MultiHeadAttention(keras.layers.Layer):
                 "key and value share the key_value projection, so they need "
                 f"the same width; got key {key_shape} and value {value_shape}."
             )
-        self.query_dense.build(query_shape)
-        self.key_value_dense.build(value_shape)
+        self.query_dense.build((None, query_shape[-1]))  # rows of positions
+        self.key_value_dense.build((None, value_shape[-1]))
         self.output_dense = self._dense(self.output_dim or query_shape[-1], "output")
-        self.output_dense.build((*query_shape[:-1], self.num_heads * self.value_dim))
+        self.output_dense.build((None, self.num_heads * self.value_dim))
         self.built = True
 
     def _heads(self, dense, x, head_dim):
         """`dense` applied to (B, T, D), split into heads: (B, T, h, head_dim)."""
-        projected = dense(x)  # (B, T, h * head_dim)
+        projected = apply_to_positions(dense, x)  # (B, T, h * head_dim)
         return ops.reshape(projected, (-1, _length(x), self.num_heads, head_dim))
 
     def compute_cache(self, value, key=None):
@@ -231,7 +226,7 @@ class MultiHeadAttention(keras.layers.Layer):
         context, probabilities = self._attend(
             queries, keys_values, mask, training
         )  # (B, T, h * V), (B, h, T, L)
-        outputs = self.output_dense(context)  # (B, T, D_out)
+        outputs = apply_to_positions(self.output_dense, context)  # (B, T, D_out)
         if cache is not None:
             return outputs, keys_values
         if return_attention_scores:
