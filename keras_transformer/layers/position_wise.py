@@ -1,16 +1,13 @@
 """A layer of the last axis applied to every position as one 2-D call.
 
 `Dense` on (B, T, D) runs a `tensordot`: on TensorFlow a dozen shape ops
-around the matmul, traced into every decoding step, and, as `EinsumDense`
-does, a batched matmul whose kernel gradient sums B partial products.
-Flattening the positions into rows gives one 2-D matmul forward and
-backward; the rows are shaped back with the batch left to -1 where the
-length is static (a decoding step), so no shape op runs at all there.
-
-Measured against plain `Dense` and `EinsumDense` on (B, T, D), interleaved
-in one process (benchmarks/README.md, "Plain layers and their cost"): the
-training rows of `train_speed.py` 9 to 12 % faster, `decode_speed.py`'s
-batch-1 signature rows 15 to 20 % faster.
+around the matmul, traced into every decoding step; `EinsumDense` runs a
+batched matmul whose kernel gradient sums B partial products. Flattening
+the positions into rows gives one 2-D matmul forward and backward; the
+rows are shaped back with the batch left to -1 where the length is static
+(a decoding step), so that no shape op runs there. The training and
+batch-1 decoding rows it earned are in benchmarks/README.md ("Plain Keras:
+what each removed trick cost or saved").
 """
 
 from keras import ops
