@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_transformer.layers.block import TransformerBlock
+from keras_transformer.layers.position_wise import static_length
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -181,5 +182,5 @@ class DecoderBlock(TransformerBlock):
         attended, _ = self.cross_attention(
             folded, padding_mask=padding_mask, cache=cache, training=training
         )  # (B / G, G * T, D)
-        length = x.shape[1] or ops.shape(x)[1]  # static in a decoding step
-        return ops.reshape(attended, (-1, length, attended.shape[-1]))  # (B, T, D)
+        unfolded = (-1, static_length(x), attended.shape[-1])
+        return ops.reshape(attended, unfolded)  # (B, T, D)

@@ -11,7 +11,7 @@ from keras_transformer.layers.attention_cache import (
     update_cache,
 )
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
-from keras_transformer.layers.position_wise import apply_to_positions
+from keras_transformer.layers.position_wise import apply_to_positions, static_length
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -169,7 +169,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _heads(self, dense, x, head_dim):
         """`dense` applied to (B, T, D), split into heads: (B, T, h, head_dim)."""
         projected = apply_to_positions(dense, x)  # (B, T, h * head_dim)
-        return ops.reshape(projected, (-1, _length(x), self.num_heads, head_dim))
+        return ops.reshape(projected, (-1, static_length(x), self.num_heads, head_dim))
 
     def compute_cache(self, value, key=None):
         """The keys and values of `value` (and `key`): a cache to attend over.
@@ -257,7 +257,7 @@ class MultiHeadAttention(keras.layers.Layer):
             probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         dropped = self.dropout_layer(probabilities, training=training)
         context = ops.einsum("bhts,bhsv->bthv", dropped, values)  # (B, T, h, V)
-        length = _length(queries)
+        length = static_length(queries)
         context = ops.reshape(context, (-1, length, self.num_heads * self.value_dim))
         return context, probabilities
 
@@ -347,9 +347,3 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
-
-
-def _length(x):
-    """The length (axis 1) of `x`: static where known, so that a reshape
-    with the batch left to -1 runs no shape ops (as in a decoding step)."""
-    return x.shape[1] or ops.shape(x)[1]  # a static 0 cannot size a -1 reshape

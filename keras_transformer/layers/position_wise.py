@@ -31,5 +31,16 @@ def apply_to_positions(layer, inputs):
     True
     """
     rows = layer(ops.reshape(inputs, (-1, inputs.shape[-1])))  # (B * T, units)
-    length = inputs.shape[1] or ops.shape(inputs)[1]  # static in a decoding step
-    return ops.reshape(rows, (-1, length, rows.shape[-1]))  # (B, T, units)
+    return ops.reshape(rows, (-1, static_length(inputs), rows.shape[-1]))
+
+
+def static_length(x):
+    """The length (axis 1) of `x`: static where known, so that a reshape
+    with the batch left to -1 runs no shape ops (as in a decoding step).
+
+    Example:
+
+    >>> static_length(np.zeros((2, 3, 4)))
+    3
+    """
+    return x.shape[1] or ops.shape(x)[1]  # a static 0 cannot size a -1 reshape
