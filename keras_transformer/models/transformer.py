@@ -44,18 +44,18 @@ class Transformer(keras.Model):
         if isinstance(config, dict):
             config = TransformerConfig.from_dict(config)
         self.config = config
-        self._create_layers(kwargs.get("dtype"))
+        dtype = kwargs.pop("dtype", None)  # a functional model does not take it
+        self._create_layers(dtype)
         encoder_inputs = keras.Input((None,), dtype="int32", name="encoder_inputs")
         decoder_inputs = keras.Input((None,), dtype="int32", name="decoder_inputs")
         encoder_outputs, encoder_padding_mask = self.encode(encoder_inputs)
         logits = self.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
-        dtype = kwargs.pop("dtype", None)
         super().__init__(
             inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
             outputs=logits,
             **kwargs,
         )
-        if dtype is not None:  # a functional model does not take it itself
+        if dtype is not None:
             self.dtype_policy = dtype
 
     def __setattr__(self, name, value):
