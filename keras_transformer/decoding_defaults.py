@@ -8,7 +8,7 @@ recipe (`recipe.settings.EvaluationSection`, so `keras-transformer train`
 and the commands that use its runs) searches with alpha `RECIPE_ALPHA`
 1.0 instead, on purpose: over the 8 recipe runs scored both ways on the
 Ding validation split, 1.0 moved BLEU by -0.13 to +0.37 (+0.09 on
-average) and raised chrF in each (docs/experiments.md, "The recipe
+average) and raised chrF in each (docs/history.md, "The recipe
 search"). The paper's WMT models keep 0.6 (`--alpha 0.6`).
 
 TensorFlow-free, so that settings and the command line read them too.

@@ -133,7 +133,9 @@ def load_parallel_files(
     training pairs then stream from disk (`file_stream.stream_pairs`).
 
     Args:
-        train_files, validation_files, test_files: the files of each split.
+        train_files: the files of the training split.
+        validation_files: the files of the validation split.
+        test_files: the files of the test split.
         sample_size: training pairs kept as the scan's sample.
         seed: the seed of the sample and of the interleaving of corpora.
         log: called with a progress line as large files are read.

@@ -51,7 +51,8 @@ def model_example(source_ids, target_ids, max_length):
     left by one.
 
     Args:
-        source_ids, target_ids: int32 (L,) piece ids without start/end.
+        source_ids: int32 (L,) source piece ids without start/end.
+        target_ids: int32 (L,) target piece ids without start/end.
         max_length: the most ids in the encoder input and the decoder input.
 
     Example:

@@ -109,7 +109,8 @@ class CTranslate2Translator:
             texts: a list of str.
             n_best: hypotheses per text (CTranslate2's `num_hypotheses`),
                 <= `beam_size` unless sampling.
-            beam_size, alpha: as in `translate`.
+            beam_size: as in `translate`.
+            alpha: as in `translate`.
             sampling: None, or ("topk", K) or ("topp", P): draw each token
                 from the K most likely ones, or from the smallest set whose
                 probability reaches P (`sampling_topk`, `sampling_topp`),
@@ -190,7 +191,8 @@ class CTranslate2Translator:
         a source with no pieces scores 0 with an empty target, else -inf.
 
         Args:
-            sources, targets: lists of str of the same length.
+            sources: a list of str.
+            targets: a list of str, as long as `sources`.
 
         Returns:
             A list of (sum of log-probabilities, tokens) per pair, the end

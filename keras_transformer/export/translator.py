@@ -49,6 +49,8 @@ class Translator(tf.Module):
     `score` reads its targets by the same rules (a target keeps its first
     `max_length - 1` pieces, then the end id).
 
+    The decoding settings' defaults are in `keras_transformer.decoding_defaults`.
+
     Args:
         model: a trained `keras_transformer.Transformer`.
         tokenizer: the `SubwordTokenizer` it was trained with.
@@ -63,7 +65,6 @@ class Translator(tf.Module):
         scoring: how beam search scores and stops in every method, "gnmt"
             or "transformers" (Hugging Face's `generate`, e.g. for an
             imported Marian model; see `keras_transformer.scorings`).
-        The defaults are `keras_transformer.decoding_defaults`'.
 
     Raises:
         ValueError: `max_length` is not an int >= 2 (a source needs a piece

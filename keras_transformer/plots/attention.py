@@ -54,8 +54,10 @@ def attention_figure(attention, source_pieces, target_pieces, layer=None, head=N
     Args:
         attention: (layers, heads, T, S) for one sentence
             (`sentence_attention`).
-        source_pieces, target_pieces: lists of S and T str.
-        layer, head: optional indices to draw one layer or one head.
+        source_pieces: a list of S str.
+        target_pieces: a list of T str.
+        layer: an optional index, to draw one layer.
+        head: an optional index, to draw one head.
 
     Returns:
         A matplotlib `Figure`.

@@ -1,0 +1,107 @@
+"""MkDocs hooks: pages that live outside docs/, and links that work in both places.
+
+The Markdown files are written to be read on GitHub, where a link is a
+path in the repository. The site holds docs/ only, so:
+
+- benchmarks/README.md, the owner of the measurements, becomes the page
+  `benchmarks.md` (one copy: the page is made from the file at each build);
+- a link to a file outside docs/ is rewritten to what the site has: the
+  benchmarks page for benchmarks/README.md, the home page for README.md, and
+  for any other file (results JSON, an example script) a copy of it, placed
+  at its path in the repository;
+- every other link is left to MkDocs, whose `--strict` build fails on one that
+  points nowhere.
+"""
+
+import os
+import posixpath
+import re
+
+import griffe
+from mkdocs.structure.files import File
+
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+# Files outside docs/ that the site shows as a page of its own.
+_PAGES = {"benchmarks/README.md": "benchmarks.md", "README.md": "index.md"}
+# A Google section's title, e.g. "Args:", "Call arguments:".
+_SECTION = re.compile(r"^[A-Z][A-Za-z ]*:$")
+
+
+def _repository(config):
+    return os.path.dirname(os.path.abspath(config["docs_dir"]))
+
+
+def _docs_folder(config):
+    return os.path.basename(os.path.abspath(config["docs_dir"]))
+
+
+def on_files(files, config):
+    """Adds the benchmarks page, made from benchmarks/README.md."""
+    path = os.path.join(_repository(config), "benchmarks", "README.md")
+    with open(path, encoding="utf-8") as f:
+        content = f.read()
+    files.append(File.generated(config, "benchmarks.md", content=content))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Rewrites the page's links to files outside docs/."""
+    repository = _repository(config)
+    docs = _docs_folder(config)
+    generated = {"benchmarks.md": "benchmarks/README.md"}
+    source = generated.get(page.file.src_uri, f"{docs}/{page.file.src_uri}")
+    page_folder = posixpath.dirname(page.file.src_uri)
+
+    def rewrite(match):
+        target = match.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target):
+            return match.group(0)  # a URL, an anchor on the page, a site path
+        path, _, anchor = target.partition("#")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        if resolved.startswith(docs + "/"):
+            site_path = resolved[len(docs) + 1 :]  # a page of the site
+        elif resolved in _PAGES:
+            site_path = _PAGES[resolved]
+        elif os.path.isfile(os.path.join(repository, resolved)):
+            site_path = resolved  # a copy of the file, at its repository path
+            if files.get_file_from_path(site_path) is None:
+                files.append(
+                    File.generated(
+                        config,
+                        site_path,
+                        abs_src_path=os.path.join(repository, resolved),
+                    )
+                )
+        else:
+            return match.group(0)  # nowhere: MkDocs says so
+        link = posixpath.relpath(site_path, page_folder or ".")
+        if anchor:
+            link += "#" + anchor
+        return match.group(1) + link + match.group(3)
+
+    return _LINK.sub(rewrite, markdown)
+
+
+class DoctestExamples(griffe.Extension):
+    """Griffe: reads an `Example:` of doctests as a Google `Examples` section.
+
+    The package's docstrings write their doctests flush left under
+    `Example:` and a blank line, as Keras's do; Google style wants a
+    section's lines indented under its title. Here they are indented up to
+    the next section title (a line ending in a colon after a blank line) or
+    the docstring's end, so the examples render as code.
+    """
+
+    def on_instance(self, *, obj, **kwargs):
+        docstring = obj.docstring
+        if docstring is None or "\nExample:\n\n>>> " not in docstring.value:
+            return
+        lines = docstring.value.split("\n")
+        start = lines.index("Example:")
+        end = start + 1
+        while end < len(lines) and not (
+            lines[end - 1] == "" and _SECTION.match(lines[end])
+        ):
+            end += 1
+        body = [f"    {line}" if line else "" for line in lines[start + 2 : end]]
+        docstring.value = "\n".join([*lines[:start], "Examples:", *body, *lines[end:]])
