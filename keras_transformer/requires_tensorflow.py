@@ -8,13 +8,14 @@ installed, importing one of them fails with one line that says so, instead
 of a traceback ending in "No module named 'tensorflow'".
 """
 
-from keras_transformer.lazy import tensorflow_missing
-
 try:
     import tensorflow  # noqa: F401
 except ModuleNotFoundError as error:
     if error.name != "tensorflow":
         raise
-    raise tensorflow_missing(
-        "This part of keras_transformer (data, decoding, export, evaluation, plots)"
+    raise ModuleNotFoundError(
+        "This part of keras_transformer (data, decoding, export, evaluation, "
+        "plots) needs TensorFlow (pip install tensorflow); keras_transformer."
+        "layers and keras_transformer.models run on any Keras backend without it.",
+        name="tensorflow",
     ) from None

@@ -87,7 +87,7 @@ def test_layers_and_model_train_and_decode_without_tensorflow(tmp_path, backend)
     output = run_python(tmp_path, WITHOUT_TENSORFLOW, backend, tensorflow=False)
     first, message = output.strip().splitlines()[-2:]
     assert first == f"{backend} (2, 1, 50) []"
-    assert message.startswith("keras_transformer.beam_search needs TensorFlow")
+    assert "needs TensorFlow (pip install tensorflow)" in message
 
 
 CROSS = """

@@ -1,12 +1,9 @@
-"""The encoder-decoder model and its configuration."""
+"""The encoder-decoder model and its configuration.
 
-from keras_transformer.lazy import lazy_attributes
+Imported on first use (the names are in `__init__.pyi`): the command line
+reads `TransformerConfig` without starting Keras.
+"""
 
-_EXPORTS = {
-    "TransformerConfig": "keras_transformer.models.config",
-    "Transformer": "keras_transformer.models.transformer",
-    "build_transformer": "keras_transformer.models.transformer",
-    "load_model": "keras_transformer.models.saved_layout",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -43,6 +43,18 @@ from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
 
+# Keras finds a file's classes among the registered ones (it imports the
+# modules of its own packages only), so these imports register what a file
+# of this package names: the model, and the loss, metric, schedule and
+# optimizer of a compiled one. `load_model` then works in a fresh process.
+from keras_transformer.models.transformer import Transformer  # noqa: F401
+from keras_transformer.training import (  # noqa: F401
+    FusedAdam,
+    LabelSmoothedCrossEntropy,
+    MaskedAccuracy,
+    TransformerSchedule,
+)
+
 _WEIGHTS_FILE = "model.weights.h5"  # inside a .keras archive
 _OPTIMIZER_VARS = "optimizer/vars/"
 

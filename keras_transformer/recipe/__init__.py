@@ -9,19 +9,10 @@
 `RunConfig` holds every setting (`config`, `config_files`), `RunDirectory`
 alone knows a run folder's files (`run_directory`), `TrainingPlan` is what a
 run will do, computed once (`plan`), `trainer` fits and resumes,
-`evaluation` scores, and `run` ties them together.
+`evaluation` scores, and `run` ties them together. The names (in
+`__init__.pyi`) are imported on first use.
 """
 
-from keras_transformer.lazy import lazy_attributes
+import lazy_loader
 
-_EXPORTS = {
-    "RunConfig": "keras_transformer.recipe.config",
-    "load_config": "keras_transformer.recipe.config_files",
-    "RunDirectory": "keras_transformer.recipe.run_directory",
-    "TrainingPlan": "keras_transformer.recipe.plan",
-    "make_plan": "keras_transformer.recipe.plan",
-    "averaged_model": "keras_transformer.recipe.evaluation",
-    "evaluate_run": "keras_transformer.recipe.evaluation",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
