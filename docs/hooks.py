@@ -4,13 +4,16 @@ The Markdown files are written to be read on GitHub, where a link is a
 path in the repository. The site holds docs/ only, so:
 
 - benchmarks/README.md, the owner of the measurements, becomes the page
-  `benchmarks.md` (one copy: the page is made from the file at each build);
-- a link to a file outside docs/ is rewritten to what the site has: the
-  benchmarks page for benchmarks/README.md, the home page for README.md, and
-  for any other file (results JSON, an example script) a copy of it, placed
-  at its path in the repository;
+  `benchmarks.md`, and README.md and CONTRIBUTING.md the pages `readme.md`
+  and `contributing.md` (outside the navigation: the site's home is
+  docs/index.md); each is made from its file at every build, one copy;
+- a link to a file outside docs/ is rewritten to what the site has: one of
+  those pages, or for any other file (a results JSON, an example script) a
+  copy of it, placed at its path in the repository;
 - every other link is left to MkDocs, whose `--strict` build fails on one that
-  points nowhere.
+  points nowhere (anchors included).
+
+It also holds the griffe extension that reads the docstrings' doctests.
 """
 
 import os
@@ -18,11 +21,16 @@ import posixpath
 import re
 
 import griffe
-from mkdocs.structure.files import File
+from mkdocs.structure.files import File, InclusionLevel
 
 _LINK = re.compile(r"(\]\()([^)\s]+)(\))")
-# Files outside docs/ that the site shows as a page of its own.
-_PAGES = {"benchmarks/README.md": "benchmarks.md", "README.md": "index.md"}
+# Files outside docs/ that the site shows as a page of its own, and where.
+_PAGES = {
+    "benchmarks/README.md": "benchmarks.md",
+    "README.md": "readme.md",
+    "CONTRIBUTING.md": "contributing.md",
+}
+_IN_NAV = {"benchmarks.md"}
 # A Google section's title, e.g. "Args:", "Call arguments:".
 _SECTION = re.compile(r"^[A-Z][A-Za-z ]*:$")
 
@@ -36,11 +44,14 @@ def _docs_folder(config):
 
 
 def on_files(files, config):
-    """Adds the benchmarks page, made from benchmarks/README.md."""
-    path = os.path.join(_repository(config), "benchmarks", "README.md")
-    with open(path, encoding="utf-8") as f:
-        content = f.read()
-    files.append(File.generated(config, "benchmarks.md", content=content))
+    """Adds the pages made from files outside docs/."""
+    for path, page in _PAGES.items():
+        with open(os.path.join(_repository(config), path), encoding="utf-8") as f:
+            content = f.read()
+        inclusion = (
+            InclusionLevel.UNDEFINED if page in _IN_NAV else InclusionLevel.NOT_IN_NAV
+        )
+        files.append(File.generated(config, page, content=content, inclusion=inclusion))
     return files
 
 
@@ -48,7 +59,7 @@ def on_page_markdown(markdown, page, config, files):
     """Rewrites the page's links to files outside docs/."""
     repository = _repository(config)
     docs = _docs_folder(config)
-    generated = {"benchmarks.md": "benchmarks/README.md"}
+    generated = {site: path for path, site in _PAGES.items()}
     source = generated.get(page.file.src_uri, f"{docs}/{page.file.src_uri}")
     page_folder = posixpath.dirname(page.file.src_uri)
 
@@ -62,7 +73,9 @@ def on_page_markdown(markdown, page, config, files):
             site_path = resolved[len(docs) + 1 :]  # a page of the site
         elif resolved in _PAGES:
             site_path = _PAGES[resolved]
-        elif os.path.isfile(os.path.join(repository, resolved)):
+        elif not resolved.endswith(".md") and os.path.isfile(
+            os.path.join(repository, resolved)
+        ):
             site_path = resolved  # a copy of the file, at its repository path
             if files.get_file_from_path(site_path) is None:
                 files.append(
