@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-# Measured with a 3-layer, d_model 256 export (docs/serving.md, Threads).
+# Measured with a 3-layer, d_model 256 export (docs/guides/serving.md, Threads).
 DEFAULT_THREADS = 1
 THREADS_REASON = "measured faster than all cores for a small model on 2 cores"
 # The export functions' arguments that `translate` sets by flags.
