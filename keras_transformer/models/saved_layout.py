@@ -98,7 +98,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
     Args:
         filepath: a `.keras` file.
-        custom_objects, compile, safe_mode: as for `keras.saving.load_model`.
+        custom_objects: as for `keras.saving.load_model`.
+        compile: as for `keras.saving.load_model`.
+        safe_mode: as for `keras.saving.load_model`.
 
     Returns:
         The model.
