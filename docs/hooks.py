@@ -96,25 +96,52 @@ def on_page_markdown(markdown, page, config, files):
 
 
 class DoctestExamples(griffe.Extension):
-    """Griffe: reads an `Example:` of doctests as a Google `Examples` section.
+    """Griffe: reads the docstrings' two sections that Google style lacks.
 
     The package's docstrings write their doctests flush left under
     `Example:` and a blank line, as Keras's do; Google style wants a
     section's lines indented under its title. Here they are indented up to
     the next section title (a line ending in a colon after a blank line) or
-    the docstring's end, so the examples render as code.
+    the docstring's end, and the title becomes `Examples:`, so the examples
+    render as code. The items of a layer's `Call arguments:` (`name: text`)
+    become a list.
     """
 
     def on_instance(self, *, obj, **kwargs):
         docstring = obj.docstring
-        if docstring is None or "\nExample:\n\n>>> " not in docstring.value:
+        if docstring is None:
             return
         lines = docstring.value.split("\n")
-        start = lines.index("Example:")
-        end = start + 1
-        while end < len(lines) and not (
-            lines[end - 1] == "" and _SECTION.match(lines[end])
-        ):
-            end += 1
-        body = [f"    {line}" if line else "" for line in lines[start + 2 : end]]
-        docstring.value = "\n".join([*lines[:start], "Examples:", *body, *lines[end:]])
+        if "Call arguments:" in lines:
+            lines = _call_arguments_as_list(lines)
+        if "Example:" in lines:
+            lines = _examples_indented(lines)
+        docstring.value = "\n".join(lines)
+
+
+def _section_end(lines, start):
+    """The index after the section whose title is lines[start]."""
+    end = start + 1
+    while end < len(lines):
+        if lines[end - 1] == "" and _SECTION.match(lines[end]):
+            break
+        end += 1
+    return end
+
+
+def _examples_indented(lines):
+    start = lines.index("Example:")
+    if lines[start + 1 : start + 2] != [""]:
+        return lines  # already indented, or not doctests
+    end = _section_end(lines, start)
+    body = [f"    {line}" if line else "" for line in lines[start + 2 : end]]
+    return [*lines[:start], "Examples:", *body, *lines[end:]]
+
+
+def _call_arguments_as_list(lines):
+    """`Call arguments:` items (`name: text`) as a Markdown list."""
+    start = lines.index("Call arguments:")
+    end = _section_end(lines, start)
+    item = re.compile(r"^    (\w+): ")
+    body = [item.sub(r"    - `\1`: ", line) for line in lines[start + 1 : end]]
+    return [*lines[: start + 1], *body, *lines[end:]]
