@@ -46,7 +46,10 @@ def _docs_folder(config):
 def on_files(files, config):
     """Adds the pages made from files outside docs/."""
     for path, page in _PAGES.items():
-        with open(os.path.join(_repository(config), path), encoding="utf-8") as f:
+        path = os.path.join(_repository(config), path)
+        if not os.path.isfile(path):
+            continue  # a link to it fails the build, naming it
+        with open(path, encoding="utf-8") as f:
             content = f.read()
         inclusion = (
             InclusionLevel.UNDEFINED if page in _IN_NAV else InclusionLevel.NOT_IN_NAV
