@@ -1,10 +1,7 @@
 """The learning-rate schedule and optimizer of section 5.3."""
 
 import keras
-import tensorflow as tf
 from keras import ops
-
-from keras_transformer.training.keras_internals import FusedAdam
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -77,7 +74,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.total_steps = None if total_steps is None else int(total_steps)
 
     def __call__(self, step):
-        update = ops.floor_divide(ops.cast(step, "int64"), self.steps_per_update)
+        update = ops.floor_divide(step, self.steps_per_update)
         update = ops.cast(update, "float32")  # 0 for the first update
         step = ops.maximum(update, 1.0)
         decay = ops.rsqrt(step)
@@ -108,7 +105,10 @@ def transformer_optimizer(
     total_steps=None,
     **kwargs,
 ):
-    """`FusedAdam` (0.9, 0.98, 1e-9) with the warm-up schedule.
+    """Adam (0.9, 0.98, 1e-9) with the warm-up schedule.
+
+    On TensorFlow the optimizer is `FusedAdam`, on the other backends
+    `keras.optimizers.Adam`: the same updates, without the fused kernel.
 
     Gradient accumulation is Keras's own (`gradient_accumulation_steps` of
     every Keras optimizer): the mean gradient of k micro-batches makes one
@@ -145,14 +145,21 @@ def transformer_optimizer(
             "gradient_accumulation_steps must be >= 1, got "
             f"{gradient_accumulation_steps}."
         )
-    if tf.distribute.has_strategy():
-        strategy = type(tf.distribute.get_strategy()).__name__
-        check_gradient_accumulation(accumulation, strategy)
+    adam = keras.optimizers.Adam
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        from keras_transformer.training.keras_internals import FusedAdam
+
+        if tf.distribute.has_strategy():
+            strategy = type(tf.distribute.get_strategy()).__name__
+            check_gradient_accumulation(accumulation, strategy)
+        adam = FusedAdam
     settings = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, **kwargs}
     schedule = TransformerSchedule(
         d_model, warmup_steps, scale, accumulation, cooldown_steps, total_steps
     )
-    optimizer = FusedAdam(
+    optimizer = adam(
         learning_rate=schedule,
         gradient_accumulation_steps=accumulation if accumulation > 1 else None,
         **settings,
