@@ -100,3 +100,23 @@ def test_ci_runs_the_readme_test_command():
     assert "ruff format --check . && mkdocs build --strict && " in command
     # Getting started shows the same command.
     assert command in (GUIDES / "getting-started.md").read_text().splitlines()
+
+
+def test_the_command_line_guide_names_every_option():
+    import argparse
+
+    from keras_transformer import cli
+
+    commands = argparse.ArgumentParser().add_subparsers()
+    for name in dir(cli):  # the parsers `keras-transformer` is made of
+        if name.startswith("add_") and name.endswith("_parser"):
+            getattr(cli, name)(commands)
+    guide = (GUIDES / "command-line.md").read_text()
+    assert len(commands.choices) >= 9
+    for command, parser in commands.choices.items():
+        section = guide.split(f"\n## {command}\n", 1)[1].split("\n## ", 1)[0]
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option not in ("--help",):
+                    if not option.startswith("--no-"):
+                        assert f"`{option}" in section, (command, option)
