@@ -126,10 +126,7 @@ class FusedAdam(keras.optimizers.Adam):
     step size), so the two optimizers follow the same trajectory, and
     everything else (schedules, gradient accumulation, clipping, loss
     scaling, `tf.distribute`) is Keras's machinery. `amsgrad=True` uses
-    Keras's update.
-
-    Args:
-        **kwargs: the arguments of `keras.optimizers.Adam`.
+    Keras's update. It takes the arguments of `keras.optimizers.Adam`.
 
     Example:
 

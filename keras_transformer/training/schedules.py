@@ -124,8 +124,9 @@ def transformer_optimizer(
         scale: factor on the learning rate.
         gradient_accumulation_steps: micro-batches per update; `None` or 1
             updates after every batch.
-        cooldown_steps, total_steps: the schedule's linear cool-down to 0
-            over the last `cooldown_steps` of `total_steps` updates.
+        cooldown_steps: updates of the schedule's linear cool-down to 0, at
+            the end of `total_steps`.
+        total_steps: the run's updates (with `cooldown_steps`).
         **kwargs: more `keras.optimizers.Adam` arguments (e.g. `clipnorm`);
             they may also override the paper's `beta_1`, `beta_2`, `epsilon`.
             `weight_decay` is decoupled (AdamW: each step subtracts
