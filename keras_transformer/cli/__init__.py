@@ -58,7 +58,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         start_tensorflow(quiet=not args.debug)
-        args.run(args)
+        with _lock_written_folder(args):
+            args.run(args)
     except KeyboardInterrupt:  # Ctrl-C outside training: nothing to save
         if args.debug:
             raise
@@ -75,6 +76,18 @@ def main(argv=None):
         message = error.args[0] if isinstance(error, KeyError) else error
         print(f"keras-transformer: error: {message}", file=sys.stderr)
         sys.exit(1)
+
+
+def _lock_written_folder(args):
+    """The lock of the run folder the command writes (its `written_folder`),
+    taken before the command starts, so that a second writer is refused
+    before it reads any data; nothing to lock for commands that only read."""
+    folder = args.written_folder(args) if "written_folder" in args else None
+    if folder is None:
+        return contextlib.nullcontext()
+    from keras_transformer.recipe.run_directory import RunDirectory
+
+    return RunDirectory(folder).lock()
 
 
 def start_tensorflow(quiet=True):

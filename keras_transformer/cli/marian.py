@@ -16,7 +16,7 @@ def add_import_marian_parser(commands):
     parser.add_argument(
         "--output-dir", required=True, metavar="RUN_DIR", help="the run folder to write"
     )
-    parser.set_defaults(run=import_marian)
+    parser.set_defaults(run=import_marian, written_folder=lambda args: args.output_dir)
 
 
 def import_marian(args):

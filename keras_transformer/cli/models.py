@@ -124,7 +124,7 @@ def add_average_parser(commands):
     )
     name = OutputSection.export_name
     parser.add_argument("--export-name", default=name, help=f"default: {name}")
-    parser.set_defaults(run=average)
+    parser.set_defaults(run=average, written_folder=_run_to_average)
 
 
 def _run_setting_arguments(parser):
@@ -139,13 +139,20 @@ def _run_setting_arguments(parser):
         )
 
 
+def _run_to_average(args):
+    """The run folder `average` locks: its checkpoints must hold still
+    (None where there is no such folder: `average` says so itself)."""
+    return args.output_dir if os.path.isdir(args.output_dir) else None
+
+
 def average(args):
     from keras_transformer.export import export_translator
     from keras_transformer.recipe.evaluation import averaged_model
-    from keras_transformer.recipe.run_directory import RunDirectory
+    from keras_transformer.recipe.run_directory import RunDirectory, atomic_path
 
     model, paths = averaged_model(args.output_dir, args.last)
-    model.save(args.model_path)
+    with atomic_path(args.model_path) as partial:
+        model.save(partial)
     print(f"Averaged {len(paths)} checkpoints into {args.model_path}: {paths}")
     if args.export_dir:
         run = RunDirectory(args.output_dir)

@@ -55,7 +55,7 @@ def add_train_parser(commands):
             **_parsing(field),
             **_display(field),
         )
-    parser.set_defaults(run=train)
+    parser.set_defaults(run=train, written_folder=_written_folder)
 
 
 def _display(field):
@@ -110,6 +110,16 @@ def config_of(args):
         else:
             flags.setdefault(section, {})[key] = value
     return load_config(args.config, args.set, flags)
+
+
+def _written_folder(args):
+    """The run folder `train` writes; None where `main` cannot lock it
+    first: --print-config writes nothing, and a multi-worker run's chief
+    is known only once its strategy is made (`run` locks it then)."""
+    config = config_of(args)
+    if args.print_config or config.runtime.strategy == "multi_worker":
+        return None
+    return config.output.output_dir
 
 
 def train(args):

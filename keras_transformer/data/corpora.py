@@ -17,9 +17,9 @@ import re
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_transformer.corpus_aliases import DING_ALIASES
 from keras_transformer.data import tfds_ding, tfds_internals
 
-DING_ALIASES = ("ding", "ding_de_en", "ding/de-en")
 DEFAULT_SPLITS = ("train", "validation", "test")
 _PAIR_IN_NAME = re.compile(r"^([a-z]{2,3})(?:-|_to_)?([a-z]{2,3})$")
 

@@ -118,8 +118,9 @@ def import_marian(hf_dir, output_dir):
         }
     )
     check_writable(output_dir)
-    tokenizer.save(run.tokenizer)
-    run.write_model_config(model.config)
-    run.write_config(config)
-    model.save(run.model)
+    with run.lock():
+        run.save_tokenizer(tokenizer)
+        run.write_model_config(model.config)
+        run.write_config(config)
+        run.save_model(model)
     return run

@@ -24,6 +24,7 @@ from keras_transformer.data.tokenizer import (
     vocabulary_size,
 )
 from keras_transformer.recipe.config import sample_size
+from keras_transformer.recipe.run_directory import atomic_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,7 +284,8 @@ def _tokenizer(run_dir, corpus, data, log):
         return load_tokenizer(run_dir.tokenizer)
     if data.vocab:
         log(f"Using the {data.vocab_size}-piece vocabulary {data.vocab}.")
-        shutil.copyfile(data.vocab, run_dir.tokenizer)
+        with atomic_path(run_dir.tokenizer) as partial:
+            shutil.copyfile(data.vocab, partial)
         return load_tokenizer(run_dir.tokenizer)
     sample = (
         f" on a sample of {SAMPLE_PAIRS:,} of the {corpus.training_pairs:,} pairs"
@@ -296,7 +298,7 @@ def _tokenizer(run_dir, corpus, data, log):
         data.vocab_size,
         num_threads=SAMPLED_THREADS if corpus.sampled else None,
     )
-    tokenizer.save(run_dir.tokenizer)
+    run_dir.save_tokenizer(tokenizer)
     return tokenizer
 
 

@@ -4,6 +4,7 @@ import dataclasses
 import os
 import re
 
+from keras_transformer.corpus_aliases import DING_ALIASES
 from keras_transformer.recipe.settings import check_at_least, setting
 
 DEFAULT_VOCAB_SIZE = 8000  # pieces of a vocabulary the run trains itself
@@ -104,8 +105,6 @@ class DataSection:
         given = any((self.train_files, self.valid_files, self.test_files))
         corpus = self.corpus or ("files" if given else "ding")
         source, target = self.source_language, self.target_language
-        from keras_transformer.data import DING_ALIASES
-
         if corpus.lower() in DING_ALIASES:  # German-English by default
             other = {"de": "en", "en": "de"}
             source = source or other.get(target, "de")

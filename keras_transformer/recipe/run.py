@@ -4,6 +4,7 @@ Everything a run writes goes to its `RunDirectory` (`config.output.output_dir`)
 and the exported SavedModel to `export_dir/export_name/<version>/`.
 """
 
+import contextlib
 import math
 import time
 
@@ -12,6 +13,7 @@ import keras
 from keras_transformer.export import export_translator
 from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.recipe import trainer
+from keras_transformer.recipe.best_weights import read_record
 from keras_transformer.recipe.data import (
     load_run_data,
     load_splits,
@@ -33,7 +35,6 @@ from keras_transformer.training import (
     resolve_precision,
     strategy_devices,
 )
-from keras_transformer.training.best_weights import read_record
 from keras_transformer.training.checkpoints import average_checkpoints
 
 
@@ -45,6 +46,9 @@ def run(config, log=print):
     their copies below `<folder>/workers/`, and all resume from the chief's
     checkpoints. A run folder of the same data and model resumes; a
     finished one returns its saved results.
+
+    Raises:
+        RunFolderInUse: another process writes to the run folder.
     """
     started = time.time()
     strategy = make_strategy(
@@ -53,6 +57,14 @@ def run(config, log=print):
         single_device=config.training.gradient_accumulation > 1,
     )
     folders = worker_folders(config, strategy)
+    # The chief is the run folder's one writer; the other workers write
+    # their own folders below it.
+    chief = folders.run.path == folders.chief.path
+    with folders.run.lock() if chief else contextlib.nullcontext():
+        return _run(config, strategy, folders, started, log)
+
+
+def _run(config, strategy, folders, started, log):
     corpus = load_splits(config.data, config.training.seed, log)  # bad data: here
     config, source = settle_init_from(config)  # a bad --init-from
     config = settle_vocabulary(config, folders.run)  # and a bad --vocab
@@ -146,7 +158,7 @@ def average_and_save(trained, config, run_dir, log, last_epoch):
         chosen = {"weights": "best", "epoch": best["epoch"]}
     else:
         chosen = {"weights": "last", "epoch": last_epoch}
-    trained.model.save(run_dir.model)
+    run_dir.save_model(trained.model)
     return chosen
 
 

@@ -15,12 +15,26 @@ runs/ding-de-en/
   model.keras         the exported model (best, last or averaged), once trained
   results.json        the scores and facts of the finished run
   plots/              `keras-transformer plot`'s pictures
+  .lock               held by the one process writing here (`lock`)
+
+Every file here is written whole or not at all: to a hidden partial file
+beside it, flushed to disk, then renamed into place (`atomic_path`). A kill
+at any moment leaves the old file or the new one, never a torn one. The
+exceptions are TensorFlow's: checkpoints/ (`tf.train.CheckpointManager`
+writes each checkpoint's files under temporary names and renames them, and
+rewrites its `checkpoint` state file the same way), logs/ (TensorBoard
+event files, appended) and history.csv (a row appended per epoch; a kill
+inside one write may leave half a row, which the readers skip).
 """
 
+import contextlib
+import glob
 import json
 import os
 import shutil
 import tempfile
+
+from keras_transformer.recipe.run_lock import hold_lock
 
 # The pictures `keras-transformer plot` draws of a run: kind -> file stem.
 PLOTS = {
@@ -65,6 +79,7 @@ class RunDirectory:
     best = property(lambda self: self._file("best.json"))
     results = property(lambda self: self._file("results.json"))
     plots = property(lambda self: self._file("plots"))
+    lock_file = property(lambda self: self._file(".lock"))
 
     def plot(self, kind, image_format="png", folder=None):
         """The file of the picture of `kind` (see `PLOTS`), in `folder`
@@ -84,10 +99,35 @@ class RunDirectory:
             )
         return path
 
+    @contextlib.contextmanager
+    def lock(self):
+        """Holds this folder's lock: the one writer here (`run_lock`).
+
+        Makes the folder if needed; a holder that wrote nothing leaves
+        none behind. Partial files that a killed writer left
+        (`atomic_path`) are deleted once the lock is held.
+
+        Raises:
+            RunFolderInUse: another live process holds it.
+            OSError: the folder cannot be written, in one line.
+        """
+        created = not os.path.exists(self.path)
+        check_writable(self.path)
+        with hold_lock(self.lock_file, self.path, remove_folder=created):
+            for partial in glob.glob(os.path.join(self.path, PARTIAL_PATTERN)):
+                os.remove(partial)
+            yield self
+
     def clear(self):
-        """Deletes the run here and leaves the folder empty."""
-        shutil.rmtree(self.path)
-        os.makedirs(self.path)
+        """Deletes the run here; the lock file (held by the caller) stays."""
+        for name in os.listdir(self.path):
+            path = self._file(name)
+            if path == self.lock_file:
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
 
     def read_config(self):
         """The `RunConfig` the run saved (a version-1 job.json upgraded)."""
@@ -96,7 +136,7 @@ class RunDirectory:
         return load_config(self.require(self.config))
 
     def write_config(self, config):
-        self._write_json(self.config, config.to_dict())
+        write_json(self.config, config.to_dict())
 
     def read_model_config(self):
         from keras_transformer.models.config import TransformerConfig
@@ -104,13 +144,13 @@ class RunDirectory:
         return TransformerConfig.from_dict(self._read_json(self.model_config))
 
     def write_model_config(self, model_config):
-        self._write_json(self.model_config, model_config.to_dict())
+        write_json(self.model_config, model_config.to_dict())
 
     def read_schedule(self):
         return self._read_json(self.schedule)
 
     def write_schedule(self, schedule_config):
-        self._write_json(self.schedule, schedule_config)
+        write_json(self.schedule, schedule_config)
 
     def read_pass_size(self):
         """The saved pass size, or None before one is saved."""
@@ -119,13 +159,13 @@ class RunDirectory:
         )
 
     def write_pass_size(self, pass_size):
-        self._write_json(self.pass_size, pass_size)
+        write_json(self.pass_size, pass_size)
 
     def read_results(self):
         return self._read_json(self.results)
 
     def write_results(self, results):
-        self._write_json(self.results, results)
+        write_json(self.results, results)
 
     def checkpoint_paths(self):
         """The checkpoints on disk, oldest first; FileNotFoundError if none."""
@@ -151,10 +191,77 @@ class RunDirectory:
         with open(self.require(path), encoding="utf-8") as file:
             return json.load(file)
 
-    @staticmethod
-    def _write_json(path, values):
-        with open(path, "w", encoding="utf-8") as file:
+    def save_model(self, model):
+        """Saves the `keras.Model` as the run's model.keras."""
+        with atomic_path(self.model) as partial:
+            model.save(partial)
+
+    def save_tokenizer(self, tokenizer):
+        """Saves the tokenizer (anything with `save(path)`) as tokenizer.model."""
+        with atomic_path(self.tokenizer) as partial:
+            tokenizer.save(partial)
+
+
+PARTIAL_PATTERN = ".*.partial-*"
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """A hidden path beside `path` to write to; moved to `path` when done.
+
+    The file written there is flushed to disk (fsync) and renamed over
+    `path` (`os.replace`, atomic on POSIX and Windows) when the block ends
+    without an error; after an error it is deleted and `path` is as it was.
+    The partial file keeps `path`'s extensions (e.g. ".weights.h5",
+    ".keras"), which Keras's savers require.
+
+    Example:
+
+    >>> folder = tempfile.mkdtemp()
+    >>> with atomic_path(os.path.join(folder, "best.weights.h5")) as partial:
+    ...     os.path.basename(partial).startswith(".best.partial-")
+    ...     partial.endswith(".weights.h5")
+    ...     _ = open(partial, "w").write("weights")
+    True
+    True
+    >>> os.listdir(folder)
+    ['best.weights.h5']
+    """
+    folder, name = os.path.split(path)
+    stem, dot, extensions = name.partition(".")
+    partial = os.path.join(folder, f".{stem}.partial-{os.getpid()}{dot}{extensions}")
+    try:
+        yield partial
+        _fsync(partial)
+        os.replace(partial, path)
+        _fsync_folder(folder or ".")  # the rename itself
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def write_json(path, values):
+    """Writes `values` as indented JSON to `path`, atomically (`atomic_path`)."""
+    with atomic_path(path) as partial:
+        with open(partial, "w", encoding="utf-8") as file:
             json.dump(values, file, indent=2)
+
+
+def _fsync(path):
+    """Flushes a file's data to disk; a failure (e.g. a full disk) raises."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _fsync_folder(folder):
+    """Flushes a folder's entries (a rename) to disk, where the OS can."""
+    try:
+        _fsync(folder)
+    except OSError:  # Windows opens no folder; some file systems sync none
+        pass
 
 
 def model_and_run(path):

@@ -20,6 +20,7 @@ from keras_transformer.export.streaming import signature_texts
 from keras_transformer.models import build_transformer
 from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.plots import AttentionImages
+from keras_transformer.recipe.best_weights import BestWeights
 from keras_transformer.recipe.config import sample_size
 from keras_transformer.training import (
     LabelSmoothedCrossEntropy,
@@ -27,7 +28,6 @@ from keras_transformer.training import (
     fix_distributed_fit,
     transformer_optimizer,
 )
-from keras_transformer.training.best_weights import BestWeights
 from keras_transformer.training.checkpoints import (
     CheckpointCallback,
     TrainingCheckpoints,

@@ -8,12 +8,12 @@ import pytest
 
 from keras_transformer.cli import main
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.recipe.best_weights import BestWeights, read_record
 from keras_transformer.recipe.config import RunConfig
 from keras_transformer.recipe.fine_tuning import model_section, source_of
 from keras_transformer.recipe.model_section import ModelSection
 from keras_transformer.recipe.run import run
 from keras_transformer.recipe.run_directory import RunDirectory
-from keras_transformer.training.best_weights import BestWeights, read_record
 from tests.recipe.tiny_runs import tiny_config
 
 
@@ -30,7 +30,7 @@ def trained_weights(run_dir):
 def test_a_fine_tuning_run_starts_from_its_source_with_its_vocabulary(
     tmp_path, finished_run
 ):
-    source_run, source, _ = finished_run  # read, not changed
+    source_run, source, _, _ = finished_run  # read, not changed
     source_dir = RunDirectory(source_run.output.output_dir)
     logged = []
     tuned = run(

@@ -26,7 +26,7 @@ FIXTURE_RUN = os.path.join(os.path.dirname(__file__), "..", "fixtures", "run_v1"
 
 @pytest.mark.slow
 def test_short_run_scores_exports_reloads_and_resumes(tmp_path, capsys, finished_run):
-    config, results, logged = finished_run
+    config, results, logged, _ = finished_run
     logged = list(logged)
     copy_finished_run(finished_run, tmp_path)
     summary = "\n".join(logged)  # before training: data, vocabulary, length

@@ -119,7 +119,7 @@ def test_a_bad_vocab_is_one_line_before_the_run_folder_is_used(
     assert exit_info.value.code == 1
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
-    assert list((tmp_path / "run").iterdir()) == []  # checked for writing only
+    assert not (tmp_path / "run").exists()  # locked and checked, nothing left
 
 
 def test_a_run_resumes_only_with_the_same_vocabulary(tmp_path):

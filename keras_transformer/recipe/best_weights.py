@@ -5,6 +5,8 @@ import os
 
 import keras
 
+from keras_transformer.recipe.run_directory import atomic_path, write_json
+
 
 class BestWeights(keras.callbacks.Callback):
     """Saves the weights of each epoch that lowers `monitor`, and stops
@@ -47,11 +49,12 @@ class BestWeights(keras.callbacks.Callback):
             return
         if value < self.best:
             self.best, self.best_epoch = float(value), epoch + 1
-            partial = self.weights.replace(".weights.h5", ".partial.weights.h5")
-            self.model.save_weights(partial)
-            os.replace(partial, self.weights)
-            with open(self.record, "w", encoding="utf-8") as file:
-                json.dump({"epoch": self.best_epoch, self.monitor: self.best}, file)
+            with atomic_path(self.weights) as partial:
+                self.model.save_weights(partial)
+            # A kill between these two renames leaves the new weights with
+            # the previous record: a resumed run then keeps a better epoch
+            # than its record says, and compares with the older value.
+            write_json(self.record, {"epoch": self.best_epoch, self.monitor: self.best})
         elif self.patience and epoch + 1 - self.best_epoch >= self.patience:
             self.model.stop_training = True
             self.stopped_epoch = epoch + 1
