@@ -15,25 +15,11 @@ import keras
 import numpy as np
 import pytest
 
-from tests.fixtures.backends import ROOT, python_environment
+from tests.fixtures.backends import ROOT, python_environment, run_python
 from tests.models.test_transformer import SOURCE, TARGET, logits, tiny_model
 
 OTHER = "jax" if keras.backend.backend() != "jax" else "tensorflow"
 SUBPROCESS_TIMEOUT = 1800  # a few minutes on two idle cores; more under load
-
-
-def run_python(tmp_path, code, backend=OTHER, tensorflow=True, timeout=300):
-    """Runs `code` in a fresh interpreter under `backend`; returns its stdout."""
-    process = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=tmp_path,
-        env=python_environment(backend, tmp_path, tensorflow),
-    )
-    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
-    return process.stdout
 
 
 WITHOUT_TENSORFLOW = """
@@ -115,7 +101,7 @@ def test_keras_files_give_the_same_logits_on_both_backends(tmp_path):
     model = tiny_model()
     model.save(tmp_path / "here.keras")
     np.savez(tmp_path / "inputs.npz", source=SOURCE, target=TARGET)
-    run_python(tmp_path, CROSS)
+    run_python(tmp_path, CROSS, OTHER)
     there = np.load(tmp_path / "there.npz")
     np.testing.assert_allclose(
         there["loaded"], logits(model, SOURCE, TARGET), atol=1e-5

@@ -8,14 +8,12 @@ read too, and a `.keras` file loads in a fresh process with one line.
 import ast
 import importlib
 import pathlib
-import subprocess
-import sys
 
 import keras
 import pytest
 
 import keras_transformer as kt
-from tests.fixtures.backends import python_environment
+from tests.fixtures.backends import run_python
 from tests.models.test_transformer import tiny_model
 
 SUBPACKAGES = (
@@ -30,22 +28,9 @@ SUBPACKAGES = (
     "recipe",
     "training",
 )
+BACKEND = keras.backend.backend()  # the fresh processes run under this one
 # The packages whose names an `__init__.pyi` lists.
 STUBBED = ("", ".marian", ".models", ".recipe", ".training")
-
-
-def run_python(tmp_path, code):
-    """Runs `code` in a fresh interpreter in `tmp_path`; returns its stdout."""
-    process = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=python_environment(keras.backend.backend(), tmp_path),
-    )
-    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
-    return process.stdout
 
 
 TOUCH_EACH_SUBPACKAGE = f"""
@@ -65,7 +50,7 @@ print("ok")
 @pytest.mark.slow
 def test_subpackages_are_attributes_imported_when_touched(tmp_path):
     """`import keras_transformer` imports neither Keras nor a subpackage."""
-    assert run_python(tmp_path, TOUCH_EACH_SUBPACKAGE).splitlines()[-1] == "ok"
+    assert run_python(tmp_path, TOUCH_EACH_SUBPACKAGE, BACKEND).splitlines()[-1] == "ok"
 
 
 @pytest.mark.parametrize("package", ["", *(f".{name}" for name in SUBPACKAGES)])
@@ -127,7 +112,7 @@ def test_one_line_loads_a_keras_file_in_a_fresh_process(tmp_path):
         metrics=[kt.training.MaskedAccuracy()],
     )
     model.save(tmp_path / "model.keras")
-    loaded = run_python(tmp_path, LOAD_MODEL).splitlines()[-1]
+    loaded = run_python(tmp_path, LOAD_MODEL, BACKEND).splitlines()[-1]
     assert loaded == f"Transformer LabelSmoothedCrossEntropy {model.optimizer.name}"
 
 
@@ -157,5 +142,5 @@ def test_keras_loads_files_once_their_classes_are_imported(tmp_path):
     )
     layers.save(tmp_path / "layers.keras")
     tiny_model().save(tmp_path / "model.keras")
-    loaded = run_python(tmp_path, KERAS_LOAD_MODEL).splitlines()[-1]
+    loaded = run_python(tmp_path, KERAS_LOAD_MODEL, BACKEND).splitlines()[-1]
     assert loaded == "['PositionalEmbedding', 'EncoderBlock'] Transformer"

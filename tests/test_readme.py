@@ -9,8 +9,6 @@ download or a GPU) has `<!-- not run: why -->` on the line before its fence.
 
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -76,20 +74,12 @@ def test_python_examples_run(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_the_other_backends_page_runs_on_jax_without_tensorflow(tmp_path):
     pytest.importorskip("jax")
-    from tests.fixtures.backends import python_environment
+    from tests.fixtures.backends import run_python
 
     page = GUIDES / "other-backends.md"
     code = "".join(code for _, code, runs in python_blocks(page) if runs)
-    process = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=python_environment("jax", tmp_path, tensorflow=False),
-    )
-    assert process.returncode == 0, process.stderr[-3000:]
-    assert process.stdout.split()[:2] == ["jax", "2"]  # 64 pairs: 2 updates
+    output = run_python(tmp_path, code, "jax", tensorflow=False, timeout=600)
+    assert output.split()[:2] == ["jax", "2"]  # 64 pairs: 2 updates
 
 
 def test_every_python_block_runs_or_says_why_not():

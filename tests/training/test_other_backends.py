@@ -20,7 +20,7 @@ from keras_transformer.training import (
     TransformerSchedule,
     transformer_optimizer,
 )
-from tests.test_backends import run_python
+from tests.fixtures.backends import run_python
 
 RNG = np.random.default_rng(0)
 LABELS = np.array([[4, 2, 7, 0, 0], [1, 3, 0, 0, 0]])
