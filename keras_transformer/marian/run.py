@@ -94,7 +94,7 @@ def import_marian(hf_dir, output_dir):
     from keras_transformer.recipe.config import RunConfig
     from keras_transformer.recipe.fine_tuning import model_section
     from keras_transformer.recipe.model_section import ModelSection
-    from keras_transformer.recipe.run_directory import RunDirectory, check_writable
+    from keras_transformer.recipe.run_directory import RunDirectory
 
     run = RunDirectory(output_dir)
     if run.exists() or os.path.exists(run.model):
@@ -117,8 +117,7 @@ def import_marian(hf_dir, output_dir):
             "output": {"output_dir": os.fspath(output_dir)},
         }
     )
-    check_writable(output_dir)
-    with run.lock():
+    with run.lock():  # checks that the folder can be written
         run.save_tokenizer(tokenizer)
         run.write_model_config(model.config)
         run.write_config(config)

@@ -20,11 +20,13 @@ runs/ding-de-en/
 Every file here is written whole or not at all: to a hidden partial file
 beside it, flushed to disk, then renamed into place (`atomic_path`). A kill
 at any moment leaves the old file or the new one, never a torn one. The
-exceptions are TensorFlow's: checkpoints/ (`tf.train.CheckpointManager`
-writes each checkpoint's files under temporary names and renames them, and
-rewrites its `checkpoint` state file the same way), logs/ (TensorBoard
-event files, appended) and history.csv (a row appended per epoch; a kill
-inside one write may leave half a row, which the readers skip).
+exceptions are written by TensorFlow and Keras: checkpoints/
+(`tf.train.CheckpointManager` writes each checkpoint's files under
+temporary names and renames them, and rewrites its `checkpoint` state file
+the same way), logs/ (TensorBoard event files, appended) and history.csv
+(Keras's CSVLogger appends a row per epoch and flushes it, one small write
+that a kill does not split; a full disk could still leave a short last
+row, which `plot` cannot read).
 """
 
 import contextlib

@@ -114,16 +114,16 @@ def test_every_file_of_a_finished_run_was_renamed_into_place(finished_run):
     run = RunDirectory(config.output.output_dir)
     # TensorFlow's checkpoints, TensorBoard's logs and the CSV history are
     # written by their libraries (see run_directory's docstring).
-    theirs = {run.checkpoints, run.logs, run.history, run.lock_file}
+    theirs = tuple(
+        os.path.abspath(path)
+        for path in (run.checkpoints, run.logs, run.history, run.lock_file)
+    )
     written = [
         os.path.abspath(os.path.join(folder, name))
-        for folder, folders, names in os.walk(run.path)
-        if not any(folder.startswith(path) for path in theirs)
+        for folder, _, names in os.walk(run.path)
         for name in names
     ]
     in_place = [
-        path
-        for path in written
-        if path not in replaced and path not in map(os.path.abspath, theirs)
+        path for path in written if path not in replaced and not path.startswith(theirs)
     ]
     assert written and not in_place
