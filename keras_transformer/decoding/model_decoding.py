@@ -282,9 +282,43 @@ def token_log_probabilities(
     ((1, 3), 0.0)
     """
     ids = tf.cast(ids, tf.int32)  # (B, L)
-    start = tf.fill([tf.shape(ids)[0], 1], start_id)  # (B, 1)
-    decoder_inputs = tf.concat([start, ids[:, :-1]], axis=1)  # (B, L)
+    decoder_inputs = teacher_forced_inputs(ids, start_id)  # (B, L)
     logits = model.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B, L, V)
     token_log_probs = tf.gather(log_probs, ids, batch_dims=2)  # (B, L)
     return tf.where(ids != PAD_ID, token_log_probs, 0.0)
+
+
+def teacher_forced_cross_attention(
+    model, ids, encoder_outputs, encoder_padding_mask, start_id=START_ID
+):
+    """Forced decoding's cross-attention: how each token of given targets
+    was attended from, the decoder run once as `token_log_probabilities`
+    runs it.
+
+    Args:
+        model: a `keras_transformer.Transformer`.
+        ids: int (B, L) target tokens without the start token, 0 for padding.
+        encoder_outputs, encoder_padding_mask: from `model.encode`.
+        start_id: the token that starts every target.
+
+    Returns:
+        float32 (B, layers, heads, L, S): row t is how the decoder, predicting
+        `ids[:, t]`, attends over the source positions; 0 in rows of padding.
+    """
+    ids = tf.cast(ids, tf.int32)  # (B, L)
+    _, attention = model.decode(
+        teacher_forced_inputs(ids, start_id),
+        encoder_outputs,
+        encoder_padding_mask,
+        return_cross_attention=True,
+    )  # (B, layers, h, L, S)
+    is_token = tf.cast(ids != PAD_ID, tf.float32)[:, None, None, :, None]
+    return attention * is_token
+
+
+def teacher_forced_inputs(ids, start_id=START_ID):
+    """The decoder inputs of targets `ids` (B, L): `start_id`, then each
+    target token but the last (B, L)."""
+    start = tf.fill([tf.shape(ids)[0], 1], start_id)  # (B, 1)
+    return tf.concat([start, ids[:, :-1]], axis=1)

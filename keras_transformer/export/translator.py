@@ -10,6 +10,7 @@ from keras_transformer.data.pipeline import truncate_with_end_id
 from keras_transformer.decoding.model_decoding import (
     decode,
     is_greedy,
+    teacher_forced_cross_attention,
     token_log_probabilities,
 )
 from keras_transformer.scorings import check_scoring
@@ -368,21 +369,16 @@ class Translator(tf.Module):
         has_pieces = _has_pieces(source_ids)  # (B,)
         # A source with no pieces translates to nothing, as in `translate`.
         output_ids = tf.where(has_pieces[:, None], output_ids, PAD_ID)  # (B, T)
-        batch = tf.shape(output_ids)[0]
-        decoder_inputs = tf.concat(
-            [tf.fill([batch, 1], START_ID), output_ids[:, :-1]], axis=1
-        )  # (B, T)
         encoder_outputs, mask = self.model.encode(source_ids)
-        _, attention = self.model.decode(
-            decoder_inputs, encoder_outputs, mask, return_cross_attention=True
+        attention = teacher_forced_cross_attention(
+            self.model, output_ids, encoder_outputs, mask, START_ID
         )  # (B, layers, h, T, S)
-        is_output = tf.cast(output_ids != PAD_ID, tf.float32)[:, None, None, :, None]
         return {
             "translation": self.tokenizer.detokenize(output_ids),
             "score": tf.where(has_pieces, scores, 0.0),
             "source_pieces": self._pieces(source_ids),
             "target_pieces": self._pieces(output_ids),
-            "cross_attention": attention * is_output,
+            "cross_attention": attention,
         }
 
     def _pieces(self, ids):
