@@ -30,7 +30,7 @@ SUBPACKAGES = (
 )
 BACKEND = keras.backend.backend()  # the fresh processes run under this one
 # The packages whose names an `__init__.pyi` lists.
-STUBBED = ("", ".marian", ".models", ".recipe", ".training")
+STUBBED = ("", ".data", ".evaluation", ".marian", ".models", ".recipe", ".training")
 
 
 TOUCH_EACH_SUBPACKAGE = f"""

@@ -123,12 +123,12 @@ def _written_folder(args):
 
 
 def train(args):
-    from keras_transformer.recipe import run as run_module
-
     config = config_of(args)
     if args.print_config:
         print(dump_config(config), end="")
         return
+    from keras_transformer.recipe import run as run_module  # TensorFlow
+
     results = run_module.run(config)
     keys = ("bleu", "chrf", "ter", "export_path")  # no "ter" in runs before it
     print(json.dumps({key: results[key] for key in keys if key in results}))

@@ -4,6 +4,7 @@ import math
 
 import tensorflow as tf
 
+from keras_transformer.data.checks import check_fraction
 from keras_transformer.special_ids import END_ID, START_ID
 
 # Extra pairs `mix_pairs` shuffles together: all of Ding's 80,401 phrases,
@@ -70,12 +71,6 @@ def model_example(source_ids, target_ids, max_length):
     )
     inputs = {"encoder_inputs": encoder_inputs, "decoder_inputs": target[:-1]}
     return inputs, target[1:]
-
-
-def check_fraction(name, value):
-    """Raises `ValueError` unless `value` is in the open interval (0, 1)."""
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {value}.")
 
 
 def mix_pairs(pairs, extra_pairs, extra_fraction, seed=None):

@@ -10,6 +10,7 @@ import zipfile
 import sentencepiece
 import tensorflow as tf
 
+from keras_transformer.data.checks import check_sampling_alpha
 from keras_transformer.data.sentencepiece_model import sentencepiece_tokenizer
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID, UNKNOWN_ID
 
@@ -268,12 +269,6 @@ def vocabulary_size(model, name="the SentencePiece model"):
             files = {name: archive.read(name) for name in archive.namelist()}
         return MarianTokenizer(files).vocab_size
     return check_vocabulary(model, name)
-
-
-def check_sampling_alpha(alpha):
-    """Raises `ValueError` unless `alpha` is None or a number > 0."""
-    if alpha is not None and not alpha > 0:
-        raise ValueError(f"sampling_alpha must be > 0, got {alpha}.")
 
 
 class SubwordTokenizer(tf.Module):

@@ -1,11 +1,10 @@
-"""Translation quality: sacreBLEU corpus BLEU, chrF and TER, and a Keras callback."""
+"""Translation quality: sacreBLEU corpus BLEU, chrF and TER, and a Keras callback.
 
-import keras_transformer.requires_tensorflow  # noqa: F401 (says if TF is missing)
-from keras_transformer.evaluation.bleu import (
-    BleuCallback,
-    check_bleu_language,
-    corpus_scores,
-    format_scores,
-)
+Imported on first use (the names are in `__init__.pyi`): the scores need
+sacreBLEU only, so the run config checks a BLEU language without starting
+TensorFlow; `BleuCallback` is a TensorFlow program.
+"""
 
-__all__ = ["BleuCallback", "check_bleu_language", "corpus_scores", "format_scores"]
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -12,8 +12,9 @@ whose field metadata is the `keras-transformer train` flag's help:
 
 A run's `job.json` holds `RunConfig.to_dict()`. The module imports no
 TensorFlow, so the command line builds its parser from these fields fast;
-the checks that need the data or scoring packages import them when a config
-is made.
+making a config imports sacreBLEU (its BLEU language check) but no
+TensorFlow either, so `train` can lock its run folder before TensorFlow
+starts (under a strategy, the gradient accumulation check imports Keras).
 """
 
 import dataclasses

@@ -5,6 +5,7 @@ import os
 import re
 
 from keras_transformer.corpus_aliases import DING_ALIASES
+from keras_transformer.data.checks import check_fraction
 from keras_transformer.recipe.settings import check_at_least, setting
 
 DEFAULT_VOCAB_SIZE = 8000  # pieces of a vocabulary the run trains itself
@@ -74,12 +75,11 @@ class DataSection:
         if self.vocab_size is not None:
             check_at_least("vocab_size", self.vocab_size, 1)
         if self.extra_train_fraction is not None:
-            from keras_transformer.data.pipeline import check_fraction
-
             if not self.extra_train_split:
                 raise ValueError("extra_train_fraction needs an extra_train_split.")
             check_fraction("extra_train_fraction", self.extra_train_fraction)
-        from keras_transformer.evaluation.bleu import check_bleu_language
+        # sacreBLEU is imported when a config is made, not for `--help`.
+        from keras_transformer.evaluation.scores import check_bleu_language
 
         check_bleu_language(self.target_language)
 

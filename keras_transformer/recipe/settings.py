@@ -4,6 +4,7 @@ settings, and what every section's fields share: `setting`, the checks."""
 import dataclasses
 
 from keras_transformer import decoding_defaults
+from keras_transformer.data.checks import check_sampling_alpha
 from keras_transformer.scorings import SCORINGS, check_scoring
 from keras_transformer.training.distribution import (
     JIT_COMPILE,
@@ -95,8 +96,6 @@ class TrainingSection:
         for name in ("epochs", "warmup_steps", "steps_per_epoch", "early_stopping"):
             if getattr(self, name) is not None:
                 check_at_least(name, getattr(self, name), 1)
-        from keras_transformer.data.tokenizer import check_sampling_alpha
-
         check_sampling_alpha(self.sampling_alpha)
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(

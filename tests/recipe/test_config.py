@@ -26,6 +26,7 @@ from keras_transformer.recipe.config_files import (
     upgrade_flat_config,
 )
 from keras_transformer.training import PRECISIONS
+from tests.fixtures.backends import run_python
 
 FIXTURE_RUN = os.path.join(os.path.dirname(__file__), "..", "fixtures", "run_v1")
 
@@ -285,6 +286,45 @@ def test_help_imports_no_tensorflow():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+FIND_THE_RUN_FOLDER = """
+import argparse
+import sys
+
+from keras_transformer.cli.train import add_train_parser
+
+parser = argparse.ArgumentParser()
+add_train_parser(parser.add_subparsers())
+for argv in (
+    ["train", "--output-dir", "out", "--sampling-alpha", "0.5"],
+    ["train", "--train-files", "data/train.de", "data/train.en", "--preset", "tiny"],
+    ["train", "--corpus", "wmt14_translate/de-en", "--extra-train-split", "train",
+     "--extra-train-fraction", "0.5"],
+    ["train", "--train-files", "data/train.tsv", "--target-language", "zh",
+     "--print-config"],
+):
+    args = parser.parse_args(argv)
+    print(args.written_folder(args))
+args.run(args)
+print(sorted(name for name in ("keras", "tensorflow") if name in sys.modules))
+"""
+
+
+def test_train_finds_its_run_folder_and_prints_its_config_without_tensorflow(
+    tmp_path,
+):
+    """`main` locks the run folder `train` writes before TensorFlow starts, so
+    that a second `train` on it is refused at once: resolving the config
+    (Ding, TFDS or files, and their checks) imports neither Keras nor
+    TensorFlow, and neither does `--print-config`."""
+    lines = run_python(tmp_path, FIND_THE_RUN_FOLDER, "tensorflow").splitlines()
+    runs = [
+        os.path.join("runs", name) for name in ("data-train", "wmt14_translate-de-en")
+    ]
+    assert lines[:4] == ["out", *runs, "None"]
+    assert "  corpus: files" in lines and "  target_language: zh" in lines
+    assert lines[-1] == "[]"
 
 
 def test_the_example_config_is_the_default_recipe():
