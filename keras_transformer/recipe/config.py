@@ -14,7 +14,7 @@ A run's `job.json` holds `RunConfig.to_dict()`. The module imports no
 TensorFlow, so the command line builds its parser from these fields fast;
 making a config imports sacreBLEU (its BLEU language check) but no
 TensorFlow either, so `train` can lock its run folder before TensorFlow
-starts (under a strategy, the gradient accumulation check imports Keras).
+starts.
 """
 
 import dataclasses
@@ -30,6 +30,7 @@ from keras_transformer.recipe.settings import (
     TrainingSection,
     sample_size,
 )
+from keras_transformer.training.distribution import check_gradient_accumulation
 
 __all__ = [
     "ALL",
@@ -89,10 +90,6 @@ class RunConfig:
                 self, "output", dataclasses.replace(self.output, output_dir=output_dir)
             )
         if self.runtime.strategy != "default":
-            from keras_transformer.training.schedules import (
-                check_gradient_accumulation,
-            )
-
             check_gradient_accumulation(
                 self.training.gradient_accumulation,
                 self.runtime.strategy,

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_transformer.training.distribution import check_gradient_accumulation
+
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -167,35 +169,3 @@ def transformer_optimizer(
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer
-
-
-def check_gradient_accumulation(steps, strategy, name="gradient_accumulation_steps"):
-    """Raises ValueError if `steps` > 1 under a `tf.distribute` strategy.
-
-    Keras applies accumulated gradients inside a conditional, where a
-    strategy cannot aggregate them (keras-team/keras#20582), so gradient
-    accumulation trains on one device only. The one owner of that rule:
-    `transformer_optimizer` checks it in a strategy's scope, the training
-    recipe when its config is made.
-
-    Args:
-        steps: micro-batches per update.
-        strategy: the name of the strategy training runs under, or None
-            for none (one device).
-        name: the setting `steps` came from, for the message.
-
-    Example:
-
-    >>> check_gradient_accumulation(4, None)
-    >>> check_gradient_accumulation(4, "mirrored")
-    Traceback (most recent call last):
-    ...
-    ValueError: gradient_accumulation_steps=4 works on one device only, not with ...
-    """
-    if steps > 1 and strategy is not None:
-        raise ValueError(
-            f"{name}={steps} works on one device only, not with strategy "
-            f"{strategy!r}: Keras applies the accumulated gradients inside a "
-            "conditional, where the strategy cannot aggregate them "
-            "(keras-team/keras#20582). Train with larger batches instead."
-        )

@@ -297,7 +297,8 @@ from keras_transformer.cli.train import add_train_parser
 parser = argparse.ArgumentParser()
 add_train_parser(parser.add_subparsers())
 for argv in (
-    ["train", "--output-dir", "out", "--sampling-alpha", "0.5"],
+    ["train", "--output-dir", "out", "--sampling-alpha", "0.5",
+     "--strategy", "mirrored"],
     ["train", "--train-files", "data/train.de", "data/train.en", "--preset", "tiny"],
     ["train", "--corpus", "wmt14_translate/de-en", "--extra-train-split", "train",
      "--extra-train-fraction", "0.5"],
@@ -316,8 +317,8 @@ def test_train_finds_its_run_folder_and_prints_its_config_without_tensorflow(
 ):
     """`main` locks the run folder `train` writes before TensorFlow starts, so
     that a second `train` on it is refused at once: resolving the config
-    (Ding, TFDS or files, and their checks) imports neither Keras nor
-    TensorFlow, and neither does `--print-config`."""
+    (Ding, TFDS or files, and their checks, under a strategy too) imports
+    neither Keras nor TensorFlow, and neither does `--print-config`."""
     lines = run_python(tmp_path, FIND_THE_RUN_FOLDER, "tensorflow").splitlines()
     runs = [
         os.path.join("runs", name) for name in ("data-train", "wmt14_translate-de-en")
