@@ -34,7 +34,8 @@ USER_ERRORS = (ValueError, OSError, KeyError, ImportError)
 
 
 def main(argv=None):
-    """Runs a command; a user error prints one line and exits with status 1."""
+    """Runs a command; a user error or a full disk prints one line and exits
+    with status 1."""
     parser = argparse.ArgumentParser(
         prog="keras-transformer",
         description=__doc__,
@@ -66,14 +67,19 @@ def main(argv=None):
         print("keras-transformer: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as error:
+        from keras_transformer.cli.errors import disk_full_line
         from keras_transformer.training.checkpoints import TrainingInterrupted
 
         if isinstance(error, TrainingInterrupted):  # stopped after a checkpoint
             print(f"keras-transformer: {error}", file=sys.stderr)
             sys.exit(130)  # the shell's status for Ctrl-C
-        if args.debug or not isinstance(error, USER_ERRORS):
+        if args.debug:
             raise
-        message = error.args[0] if isinstance(error, KeyError) else error
+        message = disk_full_line(error, args)  # whichever writer raised it
+        if message is None:
+            if not isinstance(error, USER_ERRORS):
+                raise
+            message = error.args[0] if isinstance(error, KeyError) else error
         print(f"keras-transformer: error: {message}", file=sys.stderr)
         sys.exit(1)
 

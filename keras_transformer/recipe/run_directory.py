@@ -213,9 +213,10 @@ def atomic_path(path):
 
     The file written there is flushed to disk (fsync) and renamed over
     `path` (`os.replace`, atomic on POSIX and Windows) when the block ends
-    without an error; after an error it is deleted and `path` is as it was.
-    The partial file keeps `path`'s extensions (e.g. ".weights.h5",
-    ".keras"), which Keras's savers require.
+    without an error; after an error it is deleted and `path` is as it was
+    (an OSError that names no file, such as a write's on a full disk, is
+    given `path` as its `filename`). The partial file keeps `path`'s
+    extensions (e.g. ".weights.h5", ".keras"), which Keras's savers require.
 
     Example:
 
@@ -237,6 +238,10 @@ def atomic_path(path):
         _fsync(partial)
         os.replace(partial, path)
         _fsync_folder(folder or ".")  # the rename itself
+    except OSError as error:
+        if error.filename is None:
+            error.filename = path
+        raise
     finally:
         if os.path.exists(partial):
             os.remove(partial)

@@ -1,6 +1,8 @@
 """Checkpoints that resume training exactly, and checkpoint averaging."""
 
 import logging
+import os
+import shutil
 import signal
 import threading
 
@@ -12,6 +14,8 @@ from keras_transformer.models.saved_layout import restore_checkpoint
 from keras_transformer.training.keras_internals import batches_applied
 
 log = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "ckpt"  # the checkpoints' prefix: ckpt-STEP
 
 
 class CheckpointCorruptedError(RuntimeError):
@@ -42,7 +46,10 @@ class TrainingCheckpoints:
         self.model = model
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, directory, max_to_keep=max_to_keep
+            self.checkpoint,
+            directory,
+            max_to_keep=max_to_keep,
+            checkpoint_name=CHECKPOINT_NAME,
         )
         self.saved_step = None
 
@@ -52,9 +59,23 @@ class TrainingCheckpoints:
         return batches_trained(self.model.optimizer)
 
     def save(self):
-        """Writes a checkpoint numbered by the current step; returns its path."""
-        self.saved_step = self.step
-        return self.manager.save(checkpoint_number=self.saved_step)
+        """Writes a checkpoint numbered by the current step; returns its path.
+
+        A save that fails (e.g. on a full disk) raises, and leaves the
+        checkpoints before it as they were: TensorFlow writes the new one's
+        parts into a folder "ckpt-STEP_temp" and renames them into place
+        when all are written; that folder, which TensorFlow leaves behind
+        (empty) when a write fails, is removed.
+        """
+        step = self.step
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except BaseException:
+            parts = os.path.join(self.manager.directory, f"{CHECKPOINT_NAME}-{step}")
+            shutil.rmtree(f"{parts}_temp", ignore_errors=True)
+            raise
+        self.saved_step = step
+        return path
 
     def restore(self):
         """Restores the newest readable checkpoint; returns the step (0 if none).
