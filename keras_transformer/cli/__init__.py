@@ -58,8 +58,9 @@ def main(argv=None):
     add_import_marian_parser(commands)
     args = parser.parse_args(argv)
     try:
-        start_tensorflow(quiet=not args.debug)
-        with _lock_written_folder(args):
+        with _lock_written_folder(args):  # before TensorFlow: refused at once
+            if not getattr(args, "print_config", False):  # `train` only prints
+                start_tensorflow(quiet=not args.debug)
             args.run(args)
     except KeyboardInterrupt:  # Ctrl-C outside training: nothing to save
         if args.debug:
@@ -68,9 +69,11 @@ def main(argv=None):
         sys.exit(130)
     except Exception as error:
         from keras_transformer.cli.errors import disk_full_line
-        from keras_transformer.training.checkpoints import TrainingInterrupted
 
-        if isinstance(error, TrainingInterrupted):  # stopped after a checkpoint
+        # Only training raises TrainingInterrupted, after importing its module:
+        # an error before that (a refused lock) imports no TensorFlow here.
+        checkpoints = sys.modules.get("keras_transformer.training.checkpoints")
+        if checkpoints and isinstance(error, checkpoints.TrainingInterrupted):
             print(f"keras-transformer: {error}", file=sys.stderr)
             sys.exit(130)  # the shell's status for Ctrl-C
         if args.debug:
@@ -87,7 +90,8 @@ def main(argv=None):
 def _lock_written_folder(args):
     """The lock of the run folder the command writes (its `written_folder`),
     taken before the command starts, so that a second writer is refused
-    before it reads any data; nothing to lock for commands that only read."""
+    before it reads any data or starts TensorFlow (`written_folder` imports
+    none); nothing to lock for commands that only read."""
     folder = args.written_folder(args) if "written_folder" in args else None
     if folder is None:
         return contextlib.nullcontext()

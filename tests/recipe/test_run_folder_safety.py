@@ -10,7 +10,7 @@ import pytest
 from keras_transformer import cli
 from keras_transformer.recipe.run_directory import RunDirectory, atomic_path
 from keras_transformer.recipe.run_lock import RunFolderInUse
-from tests.fixtures.backends import python_environment
+from tests.fixtures.backends import python_environment, run_python
 
 # Holds the lock of the folder in argv[1], says so, and waits to be killed.
 HOLDER = """
@@ -52,6 +52,24 @@ def test_a_second_writer_is_refused_in_one_line(held_folder, capsys):
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(f"keras-transformer: error: {folder} is in use by ")
         assert f"process {holder.pid} on " in line
+
+
+# A second `train` on the folder: main's status and what it imported.
+SECOND_TRAIN = """
+import sys
+from keras_transformer import cli
+
+try:
+    cli.main(["train", "--output-dir", "run"])
+except SystemExit as stopped:
+    print(stopped.code, [m for m in ("keras", "tensorflow") if m in sys.modules])
+"""
+
+
+def test_a_second_train_is_refused_before_tensorflow_starts(held_folder, tmp_path):
+    """So that the refusal comes at once (a fraction of a second, not the
+    seconds TensorFlow takes to start)."""
+    assert run_python(tmp_path, SECOND_TRAIN, "tensorflow") == "1 []\n"
 
 
 def test_a_dead_holders_lock_is_taken_over_and_a_live_one_is_not(held_folder):
