@@ -21,6 +21,10 @@ The SavedModel's `beam` signature alone (the TF Serving path) is timed at
 batch 32 on the file's first batches, after one warm-up call. Runs of the
 rows are interleaved, `--repeats` rounds, medians reported.
 
+`--quick` (the test suite's smoke run): an untrained tiny model on 40 lines,
+no CTranslate2 row, the one-line start-up timed for this tree only, and both
+trees' `beam` signatures timed in one process.
+
 Prints one JSON object on stdout.
 """
 
@@ -38,29 +42,33 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 # Run in a fresh process (PYTHONPATH: a source tree): the `beam` signature
-# of a SavedModel alone, on the first `batches` batches of a file.
+# of each SavedModel alone, on the first `batches` batches of a file; one
+# JSON line per SavedModel.
 SIGNATURE_TIMER = """
 import json, sys, time
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
-export, path, beam, batch, batches = sys.argv[1:6]
+path, beam, batch, batches, *exports = sys.argv[1:]
 beam, batch, batches = int(beam), int(batch), int(batches)
 tf.config.threading.set_intra_op_parallelism_threads(0)
-loaded = tf.saved_model.load(export)
-alpha = float(loaded.defaults["alpha"].numpy())
 with open(path, encoding="utf-8") as file:
     lines = [line.rstrip("\\n") for line in file][: batch * batches]
 chunks = [lines[start : start + batch] for start in range(0, len(lines), batch)]
-def call(texts):
-    outputs = loaded.signatures["beam"](
-        text=tf.constant(texts), beam_size=tf.constant(beam), alpha=tf.constant(alpha)
-    )
-    return [text.decode() for text in outputs["translation"].numpy()]
-call(chunks[0])
-started = time.perf_counter()
-words = sum(len(text.split()) for chunk in chunks for text in call(chunk))
-seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "words": words, "sentences": len(lines)}))
+for export in exports:
+    loaded = tf.saved_model.load(export)
+    alpha = float(loaded.defaults["alpha"].numpy())
+    def call(texts):
+        outputs = loaded.signatures["beam"](
+            text=tf.constant(texts),
+            beam_size=tf.constant(beam),
+            alpha=tf.constant(alpha),
+        )
+        return [text.decode() for text in outputs["translation"].numpy()]
+    call(chunks[0])
+    started = time.perf_counter()
+    words = sum(len(text.split()) for chunk in chunks for text in call(chunk))
+    seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "words": words, "sentences": len(lines)}))
 """
 
 
@@ -163,9 +171,11 @@ def export_all(run_dir, trees, folder, with_ctranslate2):
 
 
 def translate_rows(exports, trees, texts, one_line, folder, args):
-    """Per row: median wall, CPU and start-up seconds, output words per
-    second, and the translations (of the last round)."""
+    """Per row: median wall, CPU and start-up seconds (with `--quick`, the
+    start-up of "new" only), output words per second, and the translations
+    (of the last round)."""
     runs = {name: {"wall": [], "cpu": [], "startup": []} for name in exports}
+    startup_rows = ["new"] if args.quick else list(exports)
     translations = {}
     for _ in range(args.repeats):
         for name, export in exports.items():
@@ -179,9 +189,10 @@ def translate_rows(exports, trees, texts, one_line, folder, args):
                 )
             runs[name]["wall"].append(wall)
             runs[name]["cpu"].append(cpu)
-            runs[name]["startup"].append(
-                cli(tree, "translate", export, str(one_line), *common)[0]
-            )
+            if name in startup_rows:
+                runs[name]["startup"].append(
+                    cli(tree, "translate", export, str(one_line), *common)[0]
+                )
             translations[name] = output.read_text(encoding="utf-8").splitlines()
     rows = {}
     for name, timings in runs.items():
@@ -190,24 +201,31 @@ def translate_rows(exports, trees, texts, one_line, folder, args):
         rows[name] = {
             "wall_seconds": round(wall, 2),
             "cpu_seconds": round(statistics.median(timings["cpu"]), 2),
-            "one_line_seconds": round(statistics.median(timings["startup"]), 2),
-            "output_words": words,
-            "words_per_second": round(words / wall, 1),
         }
+        if timings["startup"]:
+            startup = statistics.median(timings["startup"])
+            rows[name]["one_line_seconds"] = round(startup, 2)
+        rows[name]["output_words"] = words
+        rows[name]["words_per_second"] = round(words / wall, 1)
     return rows, translations
 
 
 def signature_rows(exports, trees, texts, args):
-    """Words per second of each tree's SavedModel `beam` signature alone."""
+    """Words per second of each tree's SavedModel `beam` signature alone: a
+    process per tree, or with `--quick` one process for all of them."""
     runs = {name: [] for name in trees}
+    groups = [list(trees)] if args.quick else [[name] for name in trees]
     for _ in range(args.repeats):
-        for name, tree in trees.items():
-            command = [sys.executable, "-c", SIGNATURE_TIMER, exports[name], str(texts)]
+        for names in groups:
+            command = [sys.executable, "-c", SIGNATURE_TIMER, str(texts)]
             command += [str(args.beam_size), "32", str(args.signature_batches)]
+            command += [exports[name] for name in names]
+            env = tree_env(trees[names[-1]])
             result = subprocess.run(
-                command, check=True, capture_output=True, text=True, env=tree_env(tree)
+                command, check=True, capture_output=True, text=True, env=env
             )
-            runs[name].append(json.loads(result.stdout))
+            for name, line in zip(names, result.stdout.splitlines(), strict=True):
+                runs[name].append(json.loads(line))
     rows = {}
     for name, results in runs.items():
         seconds = statistics.median(result["seconds"] for result in results)
@@ -271,7 +289,9 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--signature-batches", type=int, default=8)
     parser.add_argument(
-        "--quick", action="store_true", help="an untrained tiny model, 40 lines"
+        "--quick",
+        action="store_true",
+        help="an untrained tiny model, 40 lines, no CTranslate2 (a smoke run)",
     )
     args = parser.parse_args(argv)
     folder = pathlib.Path(tempfile.mkdtemp(prefix="translate_file_"))
@@ -295,7 +315,7 @@ def main(argv=None):
     try:
         import ctranslate2  # noqa: F401
 
-        with_ctranslate2 = True
+        with_ctranslate2 = not args.quick
     except ImportError:
         with_ctranslate2 = False
     trees = {"baseline": pathlib.Path(args.baseline_src).resolve(), "new": REPO}
