@@ -39,12 +39,12 @@ def export_translator(
     `max_length - 1`), and the tokenizer's
     SentencePiece model as the asset `assets/tokenizer.model`; it loads in
     TF2 (`tf.saved_model.load`) and in graph loaders (TF Serving, TF1's
-    `tf.compat.v1.saved_model.loader.load`). It is
-    written to a hidden folder first and renamed into place, so an
-    interrupted export never leaves a half-written version that a model
-    server could pick up (the next export on this host deletes the hidden
-    folder of one that was killed: `remove_abandoned_staging`). Only the model's weights are exported, not the
-    optimizer state of a model that was trained. The exported model
+    `tf.compat.v1.saved_model.loader.load`). It is written to a hidden
+    folder first and renamed into place, so an interrupted export never
+    leaves a half-written version that a model server could pick up (the
+    next export on this host deletes the hidden folder of one that was
+    killed: `remove_abandoned_staging`). Only the model's weights are
+    exported, not the optimizer state of a model that was trained. The exported model
     computes in `dtype_policy`, float32 unless asked, whatever policy the
     translator's model computes in (a model trained in mixed_bfloat16
     exports a float32 translator).
