@@ -1,7 +1,7 @@
 """Kills `keras-transformer train` at random moments; every run must recover.
 
-    python benchmarks/crash_test.py --kills 50          # the full test
-    python benchmarks/crash_test.py --kills 5 --quick   # the suite's version
+    python benchmarks/crash_test.py --kills 50 --writes  # the full test
+    python benchmarks/crash_test.py --kills 5 --quick    # the suite's version
 
 A tiny run of the main job (a 32-wide model, 2 epochs of 4 steps, its
 checkpoints averaged, the test split scored, the translator exported) reads
@@ -14,7 +14,11 @@ runs the same command again until it finishes:
 - "phases" chains aim a kill at each phase in turn (the moment is drawn
   within the phase, as long as the undisturbed run spent in it; the short
   writes are hit when their temporary file is seen);
-- "random" chains kill at moments drawn over the undisturbed run's length.
+- "random" chains kill at moments drawn over the undisturbed run's length;
+- with `--writes`, fresh runs are killed at their first, second, ... fsync
+  (strace's fault injection), the moment each file of the run folder is
+  written but not yet renamed into place, or renamed but its folder not yet
+  flushed: SQLite's way of testing crashes, one write at a time.
 
 The phase a kill hit is read off the process at that moment: the lines it
 printed, the files of its run folder (partial files, TensorFlow's temporary
@@ -36,12 +40,16 @@ import glob
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 from crash_watch import PHASES, POLL_S, QUICK_TARGETS, Attempt, newest_checkpoint
+
+from keras_transformer.recipe.run_directory import PARTIAL_PATTERN
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -50,6 +58,17 @@ STEPS_PER_EPOCH = 4
 # What a run disturbed only by a refused second writer must share with an
 # undisturbed one.
 COMPARED = ("steps", "bleu", "chrf", "history")
+# The phase in which a run-folder file (by its stem) is written.
+WRITE_PHASES = {
+    "job": "corpus scan",  # written once the corpus is read
+    "model_config": "corpus scan",
+    "tokenizer": "vocabulary",
+    "pass_size": "pass count",
+    "schedule": "fit",
+    "best": "best weights",
+    "model": "averaging",
+    "results": "results",
+}
 
 
 def train_command(folder, corpus):
@@ -89,11 +108,12 @@ def write_corpus(path, pairs):
         file.writelines(f"{source}\t{target}\n" for source, target in lines)
 
 
-def run_chain(folder, corpus, targets, durations, rng):
+def run_chain(folder, corpus, targets, durations, rng, killed=None):
     """Runs the command, killing it once per target, until it finishes;
-    returns the attempts' records and the problems seen."""
+    returns the attempts' records (`killed` first: a kill made before) and
+    the problems seen."""
     command = train_command(folder, corpus)
-    attempts, problems = [], []
+    attempts, problems = [killed] if killed else [], []
     targets = list(targets)
     while True:
         record = Attempt(command, folder, corpus, durations, rng).run(targets)
@@ -140,7 +160,7 @@ def check_run_folder(folder):
 
     import keras_transformer as kt
     from keras_transformer.data.tokenizer import load_tokenizer
-    from keras_transformer.recipe.run_directory import PARTIAL_PATTERN, RunDirectory
+    from keras_transformer.recipe.run_directory import RunDirectory
 
     run = RunDirectory(os.path.join(folder, "run"))
     found = []
@@ -234,26 +254,71 @@ def crash_chains(report, base, corpus, durations, rng, kills, quick):
         targets = chain_targets(number, kills - report["kills"], rng, duration, quick)
         folder = os.path.join(base, f"chain-{number}")
         attempts, problems = run_chain(folder, corpus, targets, durations, rng)
-        killed = [attempt for attempt in attempts if attempt["phase"]]
-        report["kills"] += len(killed)
-        report["reruns"] += len(attempts) - 1
-        for attempt in killed:
-            hits = report["phases_hit"]
-            hits[attempt["phase"]] = hits.get(attempt["phase"], 0) + 1
-        report["missed_targets"] += sum(len(a["missed"]) for a in attempts)
-        report["attempts"].append([[a["phase"], a["seconds"]] for a in attempts])
-        report["problems"] += [f"chain {number}: {p}" for p in problems]
-        if attempts[-1]["returncode"] == 0:
-            corrupt, results = check_run_folder(folder)
-            report["recoveries"] += not corrupt
-            report["corrupt_files"] += [[number, path, why] for path, why in corrupt]
-            versions, staging = export_folders(folder)
-            report["export_versions_per_run"].append(versions)
-            if staging:
-                report["problems"].append(f"chain {number}: {staging} staging left")
-            report["bleu"].append(results.get("bleu"))
+        add_chain(report, f"chain {number}", folder, attempts, problems)
         number += 1
     report["chains"] = number
+
+
+def write_kills(report, base, corpus, rng):
+    """Kills fresh runs at their first, second, ... fsync, the moment a file
+    of the run folder is written but not yet renamed into place (or renamed,
+    its folder not yet flushed), by strace's fault injection; each is rerun
+    until it finishes. Ends at the first run that makes fewer fsyncs."""
+    number = 1
+    while True:
+        folder = os.path.join(base, f"write-{number}")
+        inject = f"inject=fsync:signal=SIGKILL:when={number}"
+        strace = ["strace", "-f", "-qq", "--seccomp-bpf", "-o", os.devnull]
+        command = [*strace, "-e", "trace=fsync", "-e", inject]
+        started = time.monotonic()
+        ended = subprocess.run(
+            command + train_command(folder, corpus), capture_output=True, check=False
+        )
+        if ended.returncode == 0:
+            return
+        written = file_being_written(os.path.join(folder, "run"))
+        report["writes_hit"][written] = report["writes_hit"].get(written, 0) + 1
+        killed = {
+            "phase": WRITE_PHASES.get(written.split(".")[0], "fit"),
+            "seconds": round(time.monotonic() - started, 2),
+            "newest_checkpoint": newest_checkpoint(folder),
+            "missed": [],
+        }
+        attempts, problems = run_chain(folder, corpus, [], {}, rng, killed)
+        add_chain(report, f"write {number}", folder, attempts, problems)
+        number += 1
+
+
+def file_being_written(run):
+    """The file whose partial is left in `run`, else the newest file."""
+    partials = glob.glob(os.path.join(run, PARTIAL_PATTERN))
+    if partials:
+        return re.sub(r"^\.|\.partial-\d+", "", os.path.basename(partials[0]))
+    paths = [os.path.join(run, name) for name in os.listdir(run)]
+    return os.path.basename(max(paths, key=os.path.getmtime))
+
+
+def add_chain(report, name, folder, attempts, problems):
+    """Adds a chain's kills, phases and problems to `report`, and the checks
+    of its run folder once it finished."""
+    killed = [attempt for attempt in attempts if attempt["phase"]]
+    report["kills"] += len(killed)
+    report["reruns"] += len(attempts) - 1
+    for attempt in killed:
+        hits = report["phases_hit"]
+        hits[attempt["phase"]] = hits.get(attempt["phase"], 0) + 1
+    report["missed_targets"] += sum(len(a["missed"]) for a in attempts)
+    report["attempts"].append([[a["phase"], a["seconds"]] for a in attempts])
+    report["problems"] += [f"{name}: {p}" for p in problems]
+    if attempts[-1]["returncode"] == 0:
+        corrupt, results = check_run_folder(folder)
+        report["recoveries"] += not corrupt
+        report["corrupt_files"] += [[name, path, why] for path, why in corrupt]
+        versions, staging = export_folders(folder)
+        report["export_versions_per_run"].append(versions)
+        if staging:
+            report["problems"].append(f"{name}: {staging} staging left")
+        report["bleu"].append(results.get("bleu"))
 
 
 def main():
@@ -265,6 +330,11 @@ def main():
         "--quick",
         action="store_true",
         help="one chain through five phases; no undisturbed run, no second writer",
+    )
+    parser.add_argument(
+        "--writes",
+        action="store_true",
+        help="also kill fresh runs at each fsync of a run-folder file (strace)",
     )
     parser.add_argument("--folder", help="where the runs go (default: a temp folder)")
     args = parser.parse_args()
@@ -285,6 +355,7 @@ def main():
         "reruns": 0,
         "phases_hit": {},
         "missed_targets": 0,
+        "writes_hit": {},
         "attempts": [],
         "corrupt_files": [],
         "problems": [],
@@ -298,6 +369,10 @@ def main():
         report["phase_seconds"] = {p: round(s, 2) for p, s in durations.items()}
         report["undisturbed_bleu"] = _results(base, "undisturbed")["bleu"]
     crash_chains(report, base, corpus, durations, rng, args.kills, args.quick)
+    if args.writes:
+        if not shutil.which("strace"):
+            parser.error("--writes needs strace (apt-get install strace)")
+        write_kills(report, base, corpus, rng)
     if not args.quick:
         second = second_writer(os.path.join(base, "second-writer"), corpus, rng)
         ours, theirs = _results(base, "second-writer"), _results(base, "undisturbed")
