@@ -11,13 +11,12 @@ dependency, imported when needed.
 
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 from keras import ops
 
 from keras_transformer.export.saved_model import VOCABULARY_FILE
+from keras_transformer.export.staging import staging_folder
 from keras_transformer.layers import sinusoidal_encoding
 
 SETTINGS_FILE = "decoding.json"
@@ -77,10 +76,7 @@ def export_ctranslate2(translator, output_dir, quantization=None):
     )
     spec.validate()
     spec.optimize(quantization=quantization)
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}-", dir=parent)
-    try:
+    with staging_folder(output_dir) as staging:
         spec.save(staging)
         translator.tokenizer.save(os.path.join(staging, VOCABULARY_FILE))
         settings = {
@@ -91,9 +87,6 @@ def export_ctranslate2(translator, output_dir, quantization=None):
         }
         with open(os.path.join(staging, SETTINGS_FILE), "w") as file:
             json.dump(settings, file, indent=2)
-        os.rename(staging, output_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return output_dir
 
 

@@ -1,18 +1,14 @@
 """Writing a `Translator` in TensorFlow Serving's layout."""
 
 import os
-import re
-import shutil
-import socket
 import tempfile
 
 import tensorflow as tf
 
+from keras_transformer.export.staging import staging_folder
 from keras_transformer.export.translator import Translator
 
 VOCABULARY_FILE = "tokenizer.model"
-# A version being written: `.<version>.partial-<host>-<pid>-<random>`.
-STAGING = re.compile(r"\.\d+\.partial-(?P<host>.+)-(?P<pid>\d+)-\w+")
 
 
 def next_version(model_dir):
@@ -43,11 +39,11 @@ def export_translator(
     folder first and renamed into place, so an interrupted export never
     leaves a half-written version that a model server could pick up (the
     next export on this host deletes the hidden folder of one that was
-    killed: `remove_abandoned_staging`). Only the model's weights are
-    exported, not the optimizer state of a model that was trained. The exported model
-    computes in `dtype_policy`, float32 unless asked, whatever policy the
-    translator's model computes in (a model trained in mixed_bfloat16
-    exports a float32 translator).
+    killed: `staging.staging_folder`). Only the model's weights are
+    exported, not the optimizer state of a model that was trained. The
+    exported model computes in `dtype_policy`, float32 unless asked,
+    whatever policy the translator's model computes in (a model trained in
+    mixed_bfloat16 exports a float32 translator).
 
     Args:
         translator: a `keras_transformer.export.Translator`.
@@ -66,64 +62,17 @@ def export_translator(
     if os.path.exists(path):
         raise FileExistsError(f"{path} exists; pass another version.")
     serving = _serving_copy(translator, dtype_policy)
-    os.makedirs(model_dir, exist_ok=True)
-    remove_abandoned_staging(model_dir)
-    staging = tempfile.mkdtemp(
-        prefix=f".{version}.partial-{socket.gethostname()}-{os.getpid()}-",
-        dir=model_dir,
-    )
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            vocabulary = os.path.join(folder, VOCABULARY_FILE)
-            serving.tokenizer.save(vocabulary)
-            serving.vocabulary = tf.saved_model.Asset(vocabulary)
-            # The signatures read the tf.Variables inside Keras 3 variables.
-            # Tracked only through their Keras wrappers, these are saved as
-            # copies that TF2's loader fixes up but graph loaders (TF1's, TF
-            # Serving's) leave uninitialized; tracking them restores them.
-            serving.model_variables = [v.value for v in serving.model.variables]
-            tf.saved_model.save(serving, staging, signatures=serving.signatures())
-        os.rename(staging, path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with staging_folder(path) as staging, tempfile.TemporaryDirectory() as folder:
+        vocabulary = os.path.join(folder, VOCABULARY_FILE)
+        serving.tokenizer.save(vocabulary)
+        serving.vocabulary = tf.saved_model.Asset(vocabulary)
+        # The signatures read the tf.Variables inside Keras 3 variables.
+        # Tracked only through their Keras wrappers, these are saved as
+        # copies that TF2's loader fixes up but graph loaders (TF1's, TF
+        # Serving's) leave uninitialized; tracking them restores them.
+        serving.model_variables = [v.value for v in serving.model.variables]
+        tf.saved_model.save(serving, staging, signatures=serving.signatures())
     return path
-
-
-def remove_abandoned_staging(model_dir):
-    """Deletes the hidden folders of exports killed on this host.
-
-    An export writes its version to a hidden staging folder first (TF
-    Serving skips it) and removes it after an error; a process killed
-    mid-export (SIGKILL, a lost machine) leaves it behind. Those of dead
-    processes of this host are deleted; another host's are left to it.
-
-    Example:
-
-    >>> model_dir = tempfile.mkdtemp()
-    >>> os.mkdir(os.path.join(model_dir, "1"))
-    >>> dead = f".2.partial-{socket.gethostname()}-{2**22 + 1}-x1"  # no such pid
-    >>> live = f".2.partial-{socket.gethostname()}-{os.getpid()}-x2"
-    >>> for name in (dead, live):
-    ...     os.mkdir(os.path.join(model_dir, name))
-    >>> remove_abandoned_staging(model_dir)
-    >>> sorted(os.listdir(model_dir)) == sorted(["1", live])
-    True
-    """
-    for name in os.listdir(model_dir):
-        staging = STAGING.fullmatch(name)
-        if staging and staging["host"] == socket.gethostname():
-            if not _alive(int(staging["pid"])):
-                shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _serving_copy(translator, dtype_policy):
