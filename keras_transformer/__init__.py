@@ -17,7 +17,8 @@ most used names are attributes of the package too, e.g.
 Nothing is imported until a name is read, so the command line's `--help`
 starts neither Keras nor TensorFlow. The layers and the model need only
 Keras and run on any Keras 3 backend (TensorFlow, JAX, PyTorch); data,
-decoding, export, evaluation and plots are TensorFlow programs.
+decoding, export, evaluation's callback and plots are TensorFlow programs
+(evaluation's corpus scores need only sacreBLEU).
 
 The names are listed in `__init__.pyi`, which type checkers read and from
 which `lazy_loader` (SPEC 1) makes this package's `__getattr__`.

@@ -2,8 +2,8 @@
 
 The layers and the model run on any Keras 3 backend; the data pipeline
 (tf.data, tf-text), the decoders (`tf.while_loop` in a `tf.function`), the
-exports (SavedModel), evaluation and plots (their Keras callbacks write
-TensorFlow summaries) are TensorFlow programs. Where TensorFlow is not
+exports (SavedModel), the BLEU callback and plots (Keras callbacks that
+write TensorFlow summaries) are TensorFlow programs. Where TensorFlow is not
 installed, importing one of them fails with one line that says so, instead
 of a traceback ending in "No module named 'tensorflow'".
 """
