@@ -39,6 +39,8 @@ import time
 
 import common
 
+from keras_transformer.recipe.run_directory import fsync_file
+
 PRESETS = ("tiny", "small", "base", "big")
 
 
@@ -64,15 +66,6 @@ def checkpoint_files(prefix):
         for file in os.listdir(folder)
         if file.startswith(name + ".")
     ]
-
-
-def fsync_files(paths):
-    for path in paths:
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 def spread(values):
@@ -101,14 +94,16 @@ def measure_saves(preset, vocab_size, folder, repeats):
         return path, time.perf_counter() - start
 
     path, first = save()  # the first save also traces TensorFlow's save function
-    fsync_files(checkpoint_files(path))
+    for file in checkpoint_files(path):
+        fsync_file(file)
     size = sum(os.path.getsize(file) for file in checkpoint_files(path))
     saves, synced = [], []
     for _ in range(repeats):
         saves.append(save()[1])
         path, seconds = save()
         start = time.perf_counter()
-        fsync_files(checkpoint_files(path))
+        for file in checkpoint_files(path):
+            fsync_file(file)
         synced.append(seconds + time.perf_counter() - start)
     median = common.median(saves)
     return {

@@ -235,7 +235,7 @@ def atomic_path(path):
     partial = os.path.join(folder, f".{stem}.partial-{os.getpid()}{dot}{extensions}")
     try:
         yield partial
-        _fsync(partial)
+        fsync_file(partial)
         os.replace(partial, path)
         _fsync_folder(folder or ".")  # the rename itself
     except OSError as error:
@@ -254,7 +254,7 @@ def write_json(path, values):
             json.dump(values, file, indent=2)
 
 
-def _fsync(path):
+def fsync_file(path):
     """Flushes a file's data to disk; a failure (e.g. a full disk) raises."""
     descriptor = os.open(path, os.O_RDONLY)
     try:
@@ -266,7 +266,7 @@ def _fsync(path):
 def _fsync_folder(folder):
     """Flushes a folder's entries (a rename) to disk, where the OS can."""
     try:
-        _fsync(folder)
+        fsync_file(folder)
     except OSError:  # Windows opens no folder; some file systems sync none
         pass
 
