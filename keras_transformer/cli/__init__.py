@@ -92,12 +92,18 @@ def _lock_written_folder(args):
     taken before the command starts, so that a second writer is refused
     before it reads any data or starts TensorFlow (`written_folder` imports
     none); nothing to lock for commands that only read."""
-    folder = args.written_folder(args) if "written_folder" in args else None
+    folder = written_folder(args)
     if folder is None:
         return contextlib.nullcontext()
     from keras_transformer.recipe.run_directory import RunDirectory
 
     return RunDirectory(folder).lock()
+
+
+def written_folder(args):
+    """The run folder the command writes, where it says (`train`, `average`
+    and `import-marian` set `written_folder`), else None."""
+    return args.written_folder(args) if "written_folder" in args else None
 
 
 def start_tensorflow(quiet=True):

@@ -5,6 +5,8 @@ import os
 import re
 import sys
 
+from keras_transformer.cli import written_folder
+
 # The error numbers of a write that found no room, and what to do about each
 # before running the command again.
 NO_ROOM = {
@@ -35,7 +37,7 @@ def disk_full_line(error, args):
     if found is None:
         return None
     code, path = found
-    folder = _existing_folder(path) if path else _written_folder(args)
+    folder = _existing_folder(path) if path else written_folder(args)
     cause = os.strerror(code)
     where = f" while writing {folder}" if folder else ""
     return f"{cause[0].lower()}{cause[1:]}{where}. {NO_ROOM[code]} and {_again(args)}."
@@ -92,12 +94,6 @@ def _existing_folder(path):
     while path and not os.path.isdir(path):
         path = os.path.dirname(path)
     return path or "."
-
-
-def _written_folder(args):
-    """The folder the command writes, where it says (train, average and
-    import-marian do), else None."""
-    return args.written_folder(args) if "written_folder" in args else None
 
 
 def _again(args):
