@@ -179,8 +179,8 @@ def check_run_folder(folder):
         found.append((path, "a partial file was left"))
     check(run.tokenizer, lambda p: load_tokenizer(p).tokenize(["Guten Morgen"]))
     check(run.history, lambda p: _check_csv(p))
-    check(run.model, lambda p: kt.models.load_model(p))
-    check(run.best_weights, lambda p: kt.models.load_model(run.model).load_weights(p))
+    check(run.model, lambda p: kt.load_model(p))
+    check(run.best_weights, lambda p: kt.load_model(run.model).load_weights(p))
     steps = EPOCHS * STEPS_PER_EPOCH
     if newest_checkpoint(folder) != steps:
         found.append((run.checkpoints, f"newest checkpoint not step {steps}"))

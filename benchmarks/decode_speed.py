@@ -59,8 +59,8 @@ import tensorflow as tf
 
 import keras_transformer as kt
 from keras_transformer.decoding import decode
-from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.special_ids import START_ID
+from keras_transformer.training.saved_layout import load_weights
 
 NEVER_ID = -1  # an end id no model produces, so every step runs
 SEARCHES = {"greedy": 1, "beam_4": 4}

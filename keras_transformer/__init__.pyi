@@ -26,6 +26,7 @@ from .training import (
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
     TransformerSchedule,
+    load_model,
     transformer_optimizer,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "export",
     "greedy_decode",
     "layers",
+    "load_model",
     "marian",
     "models",
     "padding_mask_from_ids",

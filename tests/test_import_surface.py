@@ -87,14 +87,14 @@ def test_the_stubs_all_lists_what_they_import(package):
 LOAD_MODEL = """
 import keras_transformer as kt
 
-model = kt.models.load_model("model.keras")
+model = kt.load_model("model.keras")
 print(type(model).__name__, type(model.loss).__name__, model.optimizer.name)
 """
 
 
 @pytest.mark.slow
 def test_one_line_loads_a_keras_file_in_a_fresh_process(tmp_path):
-    """`kt.models.load_model(path)` after `import keras_transformer as kt`.
+    """`kt.load_model(path)` after `import keras_transformer as kt`.
 
     Keras 3 finds the class a `.keras` file names (e.g.
     "keras_transformer>Transformer") among the registered classes only: it
@@ -102,8 +102,9 @@ def test_one_line_loads_a_keras_file_in_a_fresh_process(tmp_path):
     not for ours. `import keras_transformer` imports no module, so that the
     command line's `--help` starts neither Keras nor TensorFlow; a plain
     `keras.saving.load_model` in a fresh process therefore needs the classes
-    imported first. `kt.models.load_model` imports them: the model and the
-    loss, metric, schedule and optimizer of a compiled file.
+    imported first. `kt.load_model` (`kt.training.load_model`) imports them:
+    the model and the loss, metric, schedule and optimizer of a compiled
+    file.
     """
     model = tiny_model()
     model.compile(

@@ -56,8 +56,8 @@ def export(args):
     import keras_transformer.models.transformer  # noqa: F401  (registers its classes)
     from keras_transformer.export import export_ctranslate2, export_translator
     from keras_transformer.export.ctranslate2_model import import_ctranslate2
-    from keras_transformer.models import load_model
     from keras_transformer.recipe.run_directory import model_and_run
+    from keras_transformer.training import load_model
 
     if args.format == "ctranslate2":
         import_ctranslate2()  # before the model loads, if it is missing

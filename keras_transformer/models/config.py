@@ -1,15 +1,45 @@
 """Hyper-parameters of a Transformer, validated, with the paper's presets."""
 
 import dataclasses
+import functools
 
 PRESETS = ("tiny", "small", "base", "big")
-# Settings that earlier versions kept here, and a config saved then (in a
-# .keras file or a run's model_config.json) still holds: version 1's training
-# settings, and max_length, a data and decoding limit (the training recipe's
-# `model.max_length`, the decoders' and the Translator's `max_length`).
-_NOT_ARCHITECTURE = ("label_smoothing", "warmup_steps", "max_length")
+# Settings that were fields once, and where each went. A config saved then (in
+# a .keras file or a run folder's model_config.json) still holds them:
+# `TransformerConfig.from_dict` drops them; the constructor, the presets and
+# `replace` refuse them, saying where they went.
+MOVED_SETTINGS = {
+    "max_length": "the longest output is an argument of decoding, "
+    "keras_transformer.decoding.decode(..., max_length=) and "
+    "keras_transformer.export.Translator(..., max_length=); a training run's "
+    "is its model.max_length (--max-length)",
+    "label_smoothing": "it is the loss's, keras_transformer.training."
+    "LabelSmoothedCrossEntropy(label_smoothing=); a training run's is its "
+    "training.label_smoothing (--label-smoothing)",
+    "warmup_steps": "it is the schedule's, keras_transformer.training."
+    "transformer_optimizer(d_model, warmup_steps=); a training run's is its "
+    "training.warmup_steps (--warmup-steps)",
+}
 
 
+def _refusing_moved_settings(cls):
+    """`cls` with a constructor that says where a setting of `MOVED_SETTINGS`
+    went, instead of Python's bare "unexpected keyword argument"; the
+    dataclass's own constructor (and its signature) does the rest."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        moved = [name for name in kwargs if name in MOVED_SETTINGS]
+        if moved:
+            raise TypeError(_unknown_fields_message(moved))
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_refusing_moved_settings
 @dataclasses.dataclass(frozen=True)
 class TransformerConfig:
     """Hyper-parameters of an encoder-decoder Transformer.
@@ -18,10 +48,12 @@ class TransformerConfig:
     the training recipe's, and how long its inputs and outputs may be is the
     data pipeline's and the decoders' (`max_length`: the recipe's
     `model.max_length`, `decode`'s and the `Translator`'s argument; the
-    sinusoidal positions work for any length). The presets (`PRESETS`)
-    `base` and `big` are the paper's models (Table 3); `small` and `tiny`
-    train on a CPU. Any field can be overridden in a preset:
-    `TransformerConfig.base(37000, dropout=0.2)`.
+    sinusoidal positions work for any length). These settings were fields
+    once (`MOVED_SETTINGS`): the constructor, the presets and `replace`
+    refuse them, saying where they went, and `from_dict` drops them from a
+    config saved then. The presets (`PRESETS`) `base` and `big` are the
+    paper's models (Table 3); `small` and `tiny` train on a CPU. Any field
+    can be overridden in a preset: `TransformerConfig.base(37000, dropout=0.2)`.
 
     Args:
         vocab_size: size of the (shared) vocabulary; id 0 is padding.
@@ -57,6 +89,10 @@ class TransformerConfig:
     >>> config = TransformerConfig.base(vocab_size=37000)
     >>> config.d_model, config.num_heads, config.d_ff
     (512, 8, 2048)
+    >>> TransformerConfig(37000, max_length=64)
+    Traceback (most recent call last):
+    ...
+    TypeError: ... max_length moved: the longest output is an argument of decoding, ...
     """
 
     vocab_size: int
@@ -179,7 +215,7 @@ class TransformerConfig:
         >>> TransformerConfig.tiny(100).replace(d_modle=64)
         Traceback (most recent call last):
         ...
-        ValueError: Unknown TransformerConfig field 'd_modle'; the fields are ...
+        ValueError: Unknown TransformerConfig field 'd_modle'. The fields are ...
         """
         _check_field_names(changes)
         return dataclasses.replace(self, **changes)
@@ -189,27 +225,47 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, values):
-        """The config of `to_dict`'s values; the settings that earlier
-        versions saved here (version 1's training settings, `max_length`)
-        are left out.
+        """The config of `to_dict`'s values, or of a config saved by an
+        earlier version: the settings that were fields then
+        (`MOVED_SETTINGS`) are dropped.
+
+        Raises:
+            ValueError: a key is neither a field nor in `MOVED_SETTINGS`.
 
         Example:
 
         >>> config = TransformerConfig.from_dict({"vocab_size": 9, "max_length": 64})
         >>> config.d_model, hasattr(config, "max_length")
         (512, False)
+        >>> TransformerConfig.from_dict({"vocab_size": 9, "dim": 64, "heads": 2})
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown TransformerConfig fields 'dim', 'heads'. The fields are ...
         """
-        values = {k: v for k, v in values.items() if k not in _NOT_ARCHITECTURE}
+        values = {k: v for k, v in values.items() if k not in MOVED_SETTINGS}
         _check_field_names(values)
         return cls(**values)
 
 
 def _check_field_names(names):
-    """Raises ValueError naming any of `names` that is not a config field."""
+    """Raises ValueError naming those of `names` that are not config fields."""
     fields = [field.name for field in dataclasses.fields(TransformerConfig)]
-    for name in names:
-        if name not in fields:
-            raise ValueError(
-                f"Unknown TransformerConfig field {name!r}; the fields are "
-                f"{', '.join(fields)}."
-            )
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        raise ValueError(_unknown_fields_message(unknown))
+
+
+def _unknown_fields_message(names):
+    """The error message for `names`, which are not config fields: where
+    those in `MOVED_SETTINGS` went, and the fields."""
+    fields = ", ".join(field.name for field in dataclasses.fields(TransformerConfig))
+    label = "field" if len(names) == 1 else "fields"
+    moved = "".join(
+        f" {name} moved: {MOVED_SETTINGS[name]}."
+        for name in names
+        if name in MOVED_SETTINGS
+    )
+    return (
+        f"Unknown TransformerConfig {label} {', '.join(map(repr, names))}.{moved} "
+        f"The fields are {fields}."
+    )

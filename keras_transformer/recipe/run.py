@@ -11,7 +11,6 @@ import time
 import keras
 
 from keras_transformer.export import export_translator
-from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.recipe import trainer
 from keras_transformer.recipe.best_weights import read_record
 from keras_transformer.recipe.data import (
@@ -36,6 +35,7 @@ from keras_transformer.training import (
     strategy_devices,
 )
 from keras_transformer.training.checkpoints import average_checkpoints
+from keras_transformer.training.saved_layout import load_weights
 
 
 def run(config, log=print):

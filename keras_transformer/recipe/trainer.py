@@ -18,7 +18,6 @@ from keras_transformer.evaluation import BleuCallback
 from keras_transformer.export import Translator
 from keras_transformer.export.streaming import signature_texts
 from keras_transformer.models import build_transformer
-from keras_transformer.models.saved_layout import load_weights
 from keras_transformer.plots import AttentionImages
 from keras_transformer.recipe.best_weights import BestWeights
 from keras_transformer.recipe.config import sample_size
@@ -34,6 +33,7 @@ from keras_transformer.training.checkpoints import (
     TrainingInterrupted,
 )
 from keras_transformer.training.duration import TimeEstimate
+from keras_transformer.training.saved_layout import load_weights
 
 
 def compiled_model(plan, config, run_dir, strategy):

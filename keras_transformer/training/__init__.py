@@ -1,5 +1,8 @@
 """The paper's training recipe (schedule, optimizer, loss, metric) and how it runs.
 
+Also `load_model`, for `.keras` files of compiled models: it registers the
+recipe's classes that such a file names, so it lives here, above the
+model's package (`keras_transformer.models` imports nothing of training).
 The names (in `__init__.pyi`) are imported on first use.
 """
 

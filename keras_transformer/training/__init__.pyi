@@ -20,6 +20,7 @@ from .precision import (
     global_dtype_policy,
     resolve_precision,
 )
+from .saved_layout import load_model
 from .schedules import TransformerSchedule, transformer_optimizer
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "fix_distributed_fit",
     "global_dtype_policy",
     "is_chief",
+    "load_model",
     "make_strategy",
     "read_tf_config",
     "resolve_jit_compile",

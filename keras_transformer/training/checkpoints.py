@@ -10,8 +10,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer.models.saved_layout import restore_checkpoint
 from keras_transformer.training.keras_internals import batches_applied
+from keras_transformer.training.saved_layout import restore_checkpoint
 
 log = logging.getLogger(__name__)
 

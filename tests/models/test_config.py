@@ -1,7 +1,16 @@
+import dataclasses
+import inspect
+import json
+import re
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from keras_transformer import TransformerConfig
-from keras_transformer.models.config import PRESETS
+from keras_transformer.models.config import MOVED_SETTINGS, PRESETS
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def test_paper_presets_follow_table_3():
@@ -26,26 +35,47 @@ def test_each_preset_is_a_constructor():
         assert (config.vocab_size, config.dropout) == (100, 0.2)
 
 
-def test_training_settings_and_max_length_are_not_fields():
-    # label smoothing and the warm-up are the training recipe's settings;
-    # max_length is the data pipeline's and the decoders' limit.
-    with pytest.raises(TypeError, match="label_smoothing"):
-        TransformerConfig(100, label_smoothing=0.1)
-    with pytest.raises(TypeError, match="max_length"):
+def test_a_moved_setting_says_where_it_went():
+    # max_length is decoding's limit now; label smoothing and the warm-up
+    # are the training recipe's settings.
+    with pytest.raises(TypeError, match="Unknown TransformerConfig field") as error:
         TransformerConfig(100, max_length=64)
+    message = str(error.value)
+    assert "keras_transformer.decoding.decode(..., max_length=)" in message
+    assert "keras_transformer.export.Translator(..., max_length=)" in message
     for name, value in (
         ("label_smoothing", 0.1),
         ("warmup_steps", 4000),
         ("max_length", 64),
     ):
-        with pytest.raises(
-            ValueError, match=f"Unknown TransformerConfig field '{name}'"
-        ):
+        moved = f"{name} moved: {re.escape(MOVED_SETTINGS[name])}"
+        with pytest.raises(TypeError, match=moved):
+            TransformerConfig(100, **{name: value})
+        with pytest.raises(ValueError, match=moved):
             TransformerConfig.base(100, **{name: value})
-        with pytest.raises(
-            ValueError, match=f"Unknown TransformerConfig field '{name}'"
-        ):
+        with pytest.raises(ValueError, match=moved):
             TransformerConfig.tiny(100).replace(**{name: value})
+
+
+def test_an_unknown_keyword_is_a_type_error_and_an_unknown_field_a_value_error():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'd_modle'"):
+        TransformerConfig(100, d_modle=64)
+    with pytest.raises(ValueError, match="Unknown TransformerConfig field 'd_modle'"):
+        TransformerConfig.tiny(100).replace(d_modle=64)
+
+
+def test_the_constructor_keeps_the_dataclass_signature():
+    parameters = inspect.signature(TransformerConfig).parameters
+    assert list(parameters) == [f.name for f in dataclasses.fields(TransformerConfig)]
+
+
+def test_from_dict_names_every_unknown_key_and_the_fields():
+    saved = {**TransformerConfig.tiny(100).to_dict(), "d_modle": 64, "heads": 2}
+    with pytest.raises(ValueError) as error:
+        TransformerConfig.from_dict(saved)
+    message = str(error.value)
+    assert message.startswith("Unknown TransformerConfig fields 'd_modle', 'heads'.")
+    assert "The fields are vocab_size, d_model, num_heads," in message
 
 
 def test_from_dict_reads_a_config_that_kept_training_settings():
@@ -64,6 +94,25 @@ def test_from_dict_reads_a_config_that_kept_max_length():
         saved = {**config.to_dict(), "max_length": max_length}
         assert TransformerConfig.from_dict(saved) == config
     assert "max_length" not in config.to_dict()
+
+
+def saved_configs():
+    """The model configs that files of earlier versions hold: a version-1
+    run folder's model_config.json and .keras file, and the saved layers'
+    fixtures' (tests/fixtures/saved_artifacts.py)."""
+    path = FIXTURES / "run_v1" / "model_config.json"
+    yield pytest.param(json.loads(path.read_text()), id="run_v1/model_config.json")
+    for path in sorted(FIXTURES.glob("**/model.keras")):
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))["config"]["config"]
+        yield pytest.param(config, id=str(path.relative_to(FIXTURES)))
+
+
+@pytest.mark.parametrize("saved", saved_configs())
+def test_from_dict_reads_the_configs_of_earlier_versions(saved):
+    # Every key is a field, kept, or a moved setting, dropped.
+    kept = {key: value for key, value in saved.items() if key not in MOVED_SETTINGS}
+    assert kept.items() <= TransformerConfig.from_dict(saved).to_dict().items()
 
 
 def test_presets_take_overrides():

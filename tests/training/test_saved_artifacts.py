@@ -5,7 +5,7 @@ accumulation, tiny Transformer) and `tests/fixtures/saved_393643e/` (an
 output bias with Marian's sinusoid, as imported Marian models have; separate
 embeddings and an output projection) hold a `.keras` file and a run
 folder's `TrainingCheckpoints` checkpoint written by those commits, in the
-layout `keras_transformer.models.saved_layout` converts (see
+layout `keras_transformer.training.saved_layout` converts (see
 `tests/fixtures/saved_artifacts.py`). Each must restore the weights and the
 optimizer's state: the logits equal the saved ones, and so do the logits
 after one more training batch.
@@ -22,18 +22,12 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import TransformerConfig, build_transformer
-from keras_transformer.models.saved_layout import load_model, load_weights
-from keras_transformer.training import (  # registers the saved optimizer and loss
-    FusedAdam,  # noqa: F401
-    LabelSmoothedCrossEntropy,  # noqa: F401
-    MaskedAccuracy,  # noqa: F401
-    TransformerSchedule,  # noqa: F401
-)
 from keras_transformer.training.checkpoints import (
     TrainingCheckpoints,
     average_checkpoints,
     batches_trained,
 )
+from keras_transformer.training.saved_layout import load_model, load_weights
 from tests.fixtures.saved_artifacts import compile_model, logits, train
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

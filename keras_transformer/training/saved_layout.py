@@ -47,13 +47,13 @@ from keras_transformer.layers.positional_embedding import PositionalEmbedding
 # modules of its own packages only), so these imports register what a file
 # of this package names: the model, and the loss, metric, schedule and
 # optimizer of a compiled one. `load_model` then works in a fresh process.
+# They are why this module is training's: the model's package imports
+# nothing of training.
 from keras_transformer.models.transformer import Transformer  # noqa: F401
-from keras_transformer.training import (  # noqa: F401
-    FusedAdam,
-    LabelSmoothedCrossEntropy,
-    MaskedAccuracy,
-    TransformerSchedule,
-)
+from keras_transformer.training.keras_internals import FusedAdam  # noqa: F401
+from keras_transformer.training.losses import LabelSmoothedCrossEntropy  # noqa: F401
+from keras_transformer.training.metrics import MaskedAccuracy  # noqa: F401
+from keras_transformer.training.schedules import TransformerSchedule  # noqa: F401
 
 _WEIGHTS_FILE = "model.weights.h5"  # inside a .keras archive
 _OPTIMIZER_VARS = "optimizer/vars/"
@@ -92,9 +92,12 @@ _OLD_CHECKPOINT_KEY = "model/source_embedding/embeddings/.ATTRIBUTES/VARIABLE_VA
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """`keras.saving.load_model` for `.keras` files of either layout.
 
-    A file of the old layout is converted in a temporary copy (the file
-    itself is left as it is) and loaded from it, with its optimizer's
-    state if it has one and `compile` is true.
+    Works in a fresh process: the classes that a file of this package
+    names (the model, and a compiled one's loss, metric, schedule and
+    optimizer) are registered by importing this module. A file of the old
+    layout is converted in a temporary copy (the file itself is left as it
+    is) and loaded from it, with its optimizer's state if it has one and
+    `compile` is true.
 
     Args:
         filepath: a `.keras` file.
