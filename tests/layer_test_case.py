@@ -2,10 +2,12 @@
 
 `run_layer_test` builds the layer from keyword arguments and checks the
 things every Keras layer owes its users: a config round trip, eager and
-symbolic calls that agree, a `.keras` save/load round trip without
-`custom_objects` that reproduces the outputs, a `fit` step that moves every
-trainable weight, and the expected number of weights.
+symbolic calls that agree (`check_output_shapes`), a `.keras` save/load
+round trip without `custom_objects` that reproduces the outputs, a `fit`
+step that moves every trainable weight, and the expected number of weights.
 """
+
+import inspect
 
 import keras
 import numpy as np
@@ -40,7 +42,7 @@ def run_layer_test(
     config = layer.get_config()
     assert layer_class.from_config(config).get_config() == config
 
-    eager = _first(layer(**input_data, **call_kwargs))
+    eager = _first(check_output_shapes(layer, input_data, call_kwargs))
     if expected_output_shape is not None:
         assert tuple(eager.shape) == tuple(expected_output_shape)
     if expected_num_trainable_weights is not None:
@@ -73,6 +75,56 @@ def run_layer_test(
     ]
     assert not unchanged, f"fit did not update {unchanged}"
     return layer
+
+
+def check_output_shapes(layer, input_data, call_kwargs=None):
+    """Checks `layer`'s shapes against an eager call's outputs.
+
+    `layer.compute_output_shape` gets each tensor (or nested tensors) of
+    `input_data` as `name_shape` and each of `call_kwargs` by its name,
+    where it takes them (Keras aligns `build` and `compute_output_shape`
+    with `call` by these names), and must give the shapes of the outputs
+    in their structure. A symbolic call on `keras.KerasTensor`s of the same
+    shapes must give outputs of the same structure, shapes and dtypes.
+
+    Returns:
+        The eager call's outputs.
+    """
+    call_kwargs = call_kwargs or {}
+    outputs = layer(**input_data, **call_kwargs)
+    shapes = keras.tree.map_structure(lambda x: tuple(x.shape), outputs)
+
+    names = inspect.signature(layer.compute_output_shape).parameters
+    arguments = {
+        f"{name}_shape": keras.tree.map_structure(lambda x: tuple(x.shape), value)
+        for name, value in input_data.items()
+    }
+    arguments = {
+        name: value
+        for name, value in {**arguments, **call_kwargs}.items()
+        if name in names
+    }
+    expected = layer.compute_output_shape(**arguments)
+    assert keras.tree.map_shape_structure(tuple, expected) == shapes
+
+    symbolic = layer(
+        **keras.tree.map_structure(
+            lambda x: keras.KerasTensor(x.shape, dtype=_dtype(x)), input_data
+        ),
+        **call_kwargs,
+    )
+    assert keras.tree.map_structure(_spec, symbolic) == keras.tree.map_structure(
+        _spec, outputs
+    )
+    return outputs
+
+
+def _spec(x):
+    return tuple(x.shape), _dtype(x)
+
+
+def _dtype(x):
+    return keras.backend.standardize_dtype(x.dtype)
 
 
 def _first(outputs):

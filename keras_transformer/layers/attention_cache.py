@@ -31,6 +31,32 @@ def update_cache(cache, new, cache_index, cache_update):
     return write_positions(cache, new, cache_index)  # (B, h, L, d)
 
 
+def updated_cache_shape(cache_shape, new_length, cache_update):
+    """The shapes of a cache after `update_cache` enters `new_length`
+    positions: "append" adds them to L (None where either is unknown);
+    "write", and None (a cache attended as given), keep L.
+
+    Args:
+        cache_shape: the shapes of `(keys, values)`, (B, h, L, d) each.
+        new_length: T, the positions entered (an int or None).
+        cache_update: None, "append" or "write".
+
+    Example:
+
+    >>> updated_cache_shape(((1, 2, 3, 4), (1, 2, 3, 6)), 1, "append")
+    ((1, 2, 4, 4), (1, 2, 4, 6))
+    """
+
+    def updated(shape):
+        batch, heads, length, depth = shape
+        if cache_update == "append":
+            unknown = length is None or new_length is None
+            length = None if unknown else length + new_length
+        return batch, heads, length, depth
+
+    return tuple(updated(shape) for shape in cache_shape)
+
+
 def write_positions(cache, updates, index):
     """Each tensor of `cache`, (B, h, L, d), with the matching one of
     `updates`, (B, h, T, d), at positions index + t: the "write" update.

@@ -37,7 +37,8 @@ class EncoderBlock(TransformerBlock):
         training: whether dropout is active.
 
     Returns:
-        (B, S, D), and the attention probabilities if requested.
+        (B, S, D), and the attention probabilities if requested (the
+        structure `compute_output_shape` gives).
 
     Example:
 
@@ -89,3 +90,16 @@ class EncoderBlock(TransformerBlock):
         )
         outputs = self._feed_forward_sublayer(outputs, training)  # (B, S, D)
         return (outputs, scores) if return_attention_scores else outputs
+
+    def compute_output_shape(self, inputs_shape, return_attention_scores=False):
+        """(B, S, D), and with `return_attention_scores` (B, h, S, S)."""
+        if not return_attention_scores:
+            return tuple(inputs_shape)
+        batch, length = inputs_shape[:2]
+        return tuple(inputs_shape), (batch, self.num_heads, length, length)
+
+    def compute_output_spec(self, inputs, *, return_attention_scores=False, **kwargs):
+        shapes = self.compute_output_shape(inputs.shape, return_attention_scores)
+        return keras.tree.map_shape_structure(
+            lambda shape: keras.KerasTensor(shape, dtype=self.compute_dtype), shapes
+        )

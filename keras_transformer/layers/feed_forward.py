@@ -83,6 +83,9 @@ class FeedForward(keras.layers.Layer):
             functools.partial(self._network, training=training), inputs
         )  # (B, T, D)
 
+    def compute_output_shape(self, inputs_shape):
+        return tuple(inputs_shape)  # (B, T, D)
+
     def _network(self, rows, training):
         hidden = self.inner_dense(rows)  # (N, d_ff)
         hidden = self.dropout_layer(hidden, training=training)

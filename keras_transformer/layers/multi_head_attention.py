@@ -9,6 +9,7 @@ from keras import ops
 from keras_transformer.layers.attention_cache import (
     check_cache_arguments,
     update_cache,
+    updated_cache_shape,
 )
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 from keras_transformer.layers.position_wise import apply_to_positions, static_length
@@ -36,8 +37,9 @@ class MultiHeadAttention(keras.layers.Layer):
     **The cache.** Incremental decoding keeps the keys and values it has
     computed in a cache `(keys, values)`, (B, num_heads, L, key_dim) and
     (B, num_heads, L, value_dim). Called with a `cache`, the layer attends
-    over it and returns `(outputs, cache)`; `cache_update` says how the
-    keys and values of `value` enter it first:
+    over it and returns `(outputs, cache)`; `empty_cache` makes one to
+    start from, and `cache_update` says how the keys and values of `value`
+    enter it first:
 
     - None: they do not. The cache is attended as given, e.g. the keys
       and values of an encoder sequence from `compute_cache`, computed once
@@ -84,7 +86,8 @@ class MultiHeadAttention(keras.layers.Layer):
         Without a cache, the output (B, T, output_dim), or with
         `return_attention_scores` the output and the (B, h, T, S)
         probabilities. With a cache, `(outputs, cache)`: the output and the
-        cache after the update.
+        cache after the update. `compute_output_shape` gives the same
+        structure of shapes.
 
     Example:
 
@@ -95,8 +98,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Decoding one token at a time with a cache that grows:
 
-    >>> empty = np.zeros((1, 2, 0, 8), "float32")
-    >>> cache = (empty, empty)
+    >>> cache = layer.empty_cache(batch_size=1)
     >>> for t in range(5):
     ...     step, cache = layer(x[:, t : t + 1], x[:, t : t + 1], cache=cache,
     ...                         cache_index=t, cache_update="append")
@@ -171,6 +173,30 @@ class MultiHeadAttention(keras.layers.Layer):
         projected = apply_to_positions(dense, x)  # (B, T, h * head_dim)
         return ops.reshape(projected, (-1, static_length(x), self.num_heads, head_dim))
 
+    def empty_cache(self, batch_size, length=0):
+        """A cache of zeros to start from: the one owner of its shapes.
+
+        Args:
+            batch_size: B, an int or scalar int tensor.
+            length: L, an int or scalar int tensor: 0 for a cache that
+                "append" grows, or the length of a buffer that "write"
+                writes in place.
+
+        Returns:
+            `(keys, values)`, zeros (B, h, L, key_dim) and
+            (B, h, L, value_dim) in the layer's compute dtype.
+
+        Example:
+
+        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4, value_dim=3)
+        >>> [tuple(part.shape) for part in layer.empty_cache(5, length=7)]
+        [(5, 2, 7, 4), (5, 2, 7, 3)]
+        """
+        return tuple(
+            ops.zeros((batch_size, self.num_heads, length, depth), self.compute_dtype)
+            for depth in (self.key_dim, self.value_dim)
+        )  # (B, h, L, K), (B, h, L, V)
+
     def compute_cache(self, value, key=None):
         """The keys and values of `value` (and `key`): a cache to attend over.
 
@@ -232,6 +258,59 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return outputs, probabilities
         return outputs
+
+    def compute_output_shape(
+        self,
+        query_shape,
+        value_shape=None,
+        cache_shape=None,
+        cache_update=None,
+        return_attention_scores=False,
+    ):
+        """The shapes of what `call` returns, in the same structure: the
+        output's (B, T, output_dim); with a `cache` (its shapes given as
+        `cache_shape`), that and the cache's once the keys and values of
+        `value` (B, S, D_v) have entered it; with `return_attention_scores`,
+        that and the probabilities' (B, h, T, S).
+
+        Example:
+
+        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
+        >>> layer.compute_output_shape((None, 5, 16), (None, 7, 16),
+        ...                            return_attention_scores=True)
+        ((None, 5, 16), (None, 2, 5, 7))
+        """
+        batch, length = query_shape[:2]
+        source_length = (value_shape or query_shape)[1]  # what enters a cache
+        outputs_shape = (batch, length, self.output_dim or query_shape[-1])
+        if cache_shape is not None:
+            cache_shape = updated_cache_shape(cache_shape, source_length, cache_update)
+            return outputs_shape, cache_shape
+        if return_attention_scores:
+            return outputs_shape, (batch, self.num_heads, length, source_length)
+        return outputs_shape
+
+    def compute_output_spec(
+        self,
+        query,
+        value=None,
+        key=None,
+        *,
+        cache=None,
+        cache_update=None,
+        return_attention_scores=False,
+        **kwargs,  # masks, cache_index, training: they change no shape
+    ):
+        shapes = self.compute_output_shape(
+            query.shape,
+            None if value is None else value.shape,
+            None if cache is None else tuple(part.shape for part in cache),
+            cache_update,
+            return_attention_scores,
+        )
+        return keras.tree.map_shape_structure(
+            lambda shape: keras.KerasTensor(shape, dtype=self.compute_dtype), shapes
+        )
 
     def _attend(self, queries, keys_values, mask, training):
         """Scaled dot-product attention of `queries` over keys and values.

@@ -149,6 +149,18 @@ class PositionalEmbedding(keras.layers.Layer):
         encoding = self.position_encoding(embedded, start_index=start_index)
         return self.dropout_layer(embedded + encoding, training=training)
 
+    def compute_output_shape(self, inputs_shape, reverse=False):
+        """(B, T, d_model) for token ids (B, T); with `reverse=True`
+        (B, T, vocab_size) for hidden states (B, T, d_model)."""
+        if reverse:
+            return (*inputs_shape[:-1], self.vocab_size)
+        return (*inputs_shape, self.d_model)
+
+    def compute_output_spec(self, inputs, start_index=0, reverse=False, training=None):
+        dtype = "float32" if reverse else self.compute_dtype  # float32 logits
+        shape = self.compute_output_shape(inputs.shape, reverse)
+        return keras.KerasTensor(shape, dtype=dtype)
+
     def compute_mask(self, inputs, mask=None):
         dtype = keras.backend.standardize_dtype(inputs.dtype)
         if not self.mask_zero or "int" not in dtype:  # hidden states: no mask

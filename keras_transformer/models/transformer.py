@@ -190,7 +190,7 @@ class Transformer(keras.Model):
 
         Fixed for a source item while its target decodes: computed once,
         with one row per item. The token rows of `decode_step` may be K per
-        item (beam k of item b at row b * K + k); see `DecoderBlock`.
+        item (beam k of item b at row b * K + k, `rows_per_item=K`).
 
         Args:
             encoder_outputs: (B, S, d_model) from `encode`.
@@ -207,6 +207,10 @@ class Transformer(keras.Model):
     def init_cache(self, batch_size, max_length=None):
         """Empty self-attention caches: the state `decode_step` updates.
 
+        Each decoder layer's self-attention makes its own
+        (`DecoderBlock.empty_self_attention_cache`), so that its shapes and
+        dtype have one owner.
+
         Args:
             batch_size: B, the rows decoded (an int or scalar tensor).
             max_length: None for caches of length 0 that each step extends
@@ -216,18 +220,23 @@ class Transformer(keras.Model):
 
         Returns:
             A tuple of `(keys, values)` pairs, one per decoder layer, each
-            (B, h, L, d_model / h) with L = 0 or `max_length`.
+            (B, h, L, d_model / h) with L = 0 or `max_length`, in the
+            model's compute dtype.
+
+        Example:
+
+        >>> model = build_transformer(TransformerConfig.tiny(vocab_size=100))
+        >>> cache = model.init_cache(batch_size=3, max_length=10)
+        >>> len(cache) == model.config.num_decoder_layers
+        True
+        >>> [tuple(part.shape) for part in cache[0]]
+        [(3, 4, 10, 32), (3, 4, 10, 32)]
         """
-        empty = ops.zeros(
-            (
-                batch_size,
-                self.config.num_heads,
-                0 if max_length is None else max_length,
-                self.config.d_model // self.config.num_heads,
-            ),
-            dtype=self.compute_dtype,
-        )  # (B, h, L, D / h)
-        return tuple((empty, empty) for _ in self.decoder_blocks)
+        length = 0 if max_length is None else max_length
+        return tuple(
+            block.empty_self_attention_cache(batch_size, length)
+            for block in self.decoder_blocks
+        )
 
     def decode_step(
         self,
@@ -237,6 +246,7 @@ class Transformer(keras.Model):
         cross_attention_cache,
         encoder_padding_mask,
         cache_update="append",
+        rows_per_item=1,
     ):
         """Decodes `token_ids` at positions `index, index + 1, ...` with a cache.
 
@@ -244,8 +254,8 @@ class Transformer(keras.Model):
         the cache and earlier ones are read back.
 
         Args:
-            token_ids: int (B', t), usually t = 1; B' = B, or B * K rows
-                for B source items.
+            token_ids: int (B', t), usually t = 1; B' = B * `rows_per_item`
+                rows for B source items.
             cache: from `init_cache` or a previous `decode_step`, B' rows.
             index: int or scalar tensor, position of `token_ids[:, 0]`.
             cross_attention_cache: from `compute_cross_attention_cache`, B
@@ -254,6 +264,10 @@ class Transformer(keras.Model):
             cache_update: "append" for caches of `index` positions that
                 grow by t, "write" for buffers written in place (see
                 `init_cache`).
+            rows_per_item: K, the number of consecutive rows of `token_ids`
+                (and of `cache`) that share one source item, e.g. beam
+                search's beams (beam k of item b at row b * K + k); an int,
+                or a scalar int tensor outside `jax.jit`. See `DecoderBlock`.
 
         Returns:
             `(logits, cache)`: float32 (B', t, vocab_size) and the updated
@@ -271,6 +285,7 @@ class Transformer(keras.Model):
                 cross_attention_cache=cross_cache,
                 cache_index=index,
                 cache_update=cache_update,
+                rows_per_item=rows_per_item,
             )
             new_cache.append(self_cache)
         return self._logits(x), tuple(new_cache)
@@ -283,11 +298,13 @@ class Transformer(keras.Model):
         return ops.cast(self.output_projection(decoder_outputs), "float32")
 
     def get_config(self):
-        return {
-            "config": self.config.to_dict(),
-            "name": self.name,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-        }
+        # Keras gives a functional model's graph as its config only where
+        # the constructor is `keras.Model`'s; to a subclass with its own,
+        # like keras-hub's `Backbone`, it gives `Layer.get_config`'s `name`,
+        # `trainable` and `dtype`, which `from_config` passes back.
+        config = super().get_config()
+        config["config"] = self.config.to_dict()
+        return config
 
     @classmethod
     def from_config(cls, config):

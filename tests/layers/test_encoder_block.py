@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keras_transformer.layers import EncoderBlock, PositionalEmbedding
-from tests.layer_test_case import run_layer_test
+from tests.layer_test_case import check_output_shapes, run_layer_test
 
 INPUTS = np.random.default_rng(0).normal(size=(2, 6, 16)).astype("float32")
 PADDING = np.array([[1] * 6, [1, 1, 1, 0, 0, 0]], bool)
@@ -78,6 +78,12 @@ def test_returns_attention_scores():
     assert tuple(scores.shape) == (2, 4, 6, 6)
     np.testing.assert_allclose(np.sum(scores, axis=-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(np.array(scores)[1, :, :, 3:], 0.0, atol=1e-7)
+
+
+def test_compute_output_shape_gives_the_attention_scores_shape():
+    block = EncoderBlock(num_heads=4, d_ff=32)
+    arguments = {"return_attention_scores": True}
+    check_output_shapes(block, {"inputs": INPUTS, "padding_mask": PADDING}, arguments)
 
 
 def test_width_not_divisible_by_heads_raises():

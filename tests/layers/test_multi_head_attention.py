@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keras_transformer.layers import MultiHeadAttention
-from tests.layer_test_case import run_layer_test
+from tests.layer_test_case import check_output_shapes, run_layer_test
 
 RNG = np.random.default_rng(0)
 QUERY = RNG.normal(size=(2, 5, 16)).astype("float32")
@@ -136,8 +136,7 @@ def test_self_attention_cache_equals_full_causal_pass(cache_update):
     layer = MultiHeadAttention(4, 4)
     full = np.array(layer(QUERY, QUERY, use_causal_mask=True))
     # a buffer with room for more than 5 tokens, or an empty cache that grows
-    empty = np.zeros((2, 4, 0 if cache_update == "append" else 8, 4), "float32")
-    cache = (empty, empty)
+    cache = layer.empty_cache(2, 0 if cache_update == "append" else 8)
     for t in range(5):
         step = QUERY[:, t : t + 1]
         output, cache = layer(
@@ -184,6 +183,38 @@ def test_cross_attention_cache_equals_direct_call():
     cached, cache = layer(QUERY, padding_mask=PADDING, cache=(keys, values))
     np.testing.assert_allclose(cached, direct, atol=1e-6)
     assert cache[0] is keys and cache[1] is values  # read as given
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_an_empty_cache_has_the_layer_s_shapes_and_compute_dtype(policy):
+    layer = MultiHeadAttention(4, 4, value_dim=6, dtype=policy)
+    keys, values = layer.empty_cache(keras.ops.convert_to_tensor(3), length=5)
+    assert (tuple(keys.shape), tuple(values.shape)) == ((3, 4, 5, 4), (3, 4, 5, 6))
+    dtypes = {keras.backend.standardize_dtype(part.dtype) for part in (keys, values)}
+    assert dtypes == {policy.removeprefix("mixed_")}
+    assert tuple(layer.empty_cache(2)[0].shape) == (2, 4, 0, 4)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"return_attention_scores": True},
+        {"cache": 3, "cache_index": 3, "cache_update": "append"},
+        {"cache": 12, "cache_index": 3, "cache_update": "write"},
+        {"cross_attention_cache": True},
+    ],
+)
+def test_compute_output_shape_gives_every_call_s_shapes(arguments):
+    layer = MultiHeadAttention(4, 4, value_dim=6, output_dim=10)
+    layer(QUERY, VALUE)
+    inputs = {"query": QUERY, "value": VALUE}
+    length = arguments.pop("cache", None)
+    if length is not None:
+        inputs["cache"] = layer.empty_cache(2, length)
+    if arguments.pop("cross_attention_cache", False):
+        inputs["cache"] = layer.compute_cache(VALUE)
+    check_output_shapes(layer, inputs, arguments)
 
 
 def test_split_and_fuse_key_value_are_inverse_and_match_the_projection():

@@ -36,6 +36,18 @@ def test_layer_conventions_of_the_output_bias(tmp_path):
     )
 
 
+def test_symbolic_logits_are_float32_under_a_mixed_policy():
+    layer = PositionalEmbedding(12, 16, dtype="mixed_bfloat16")
+    ids = keras.Input((None,), dtype="int32")
+    embedded = layer(ids)
+    logits = layer(embedded, reverse=True)
+    assert (embedded.dtype, tuple(embedded.shape)) == ("bfloat16", (None, None, 16))
+    assert (logits.dtype, tuple(logits.shape)) == ("float32", (None, None, 12))
+    eager = layer(np.array([[5, 7, 0]]))
+    logits = layer(eager, reverse=True)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+
+
 def test_unscaled_embedding_and_output_bias():
     layer = PositionalEmbedding(
         20, 8, sinusoid_layout="split", scale_embedding=False, output_bias=True

@@ -231,3 +231,66 @@ def test_a_dtype_policy_reaches_every_layer_and_round_trips(tmp_path):
     np.testing.assert_allclose(
         logits(reloaded, SOURCE, TARGET), logits(model, SOURCE, TARGET), atol=1e-6
     )
+
+
+def test_config_round_trips_with_the_base_arguments(tmp_path):
+    model = Transformer(TransformerConfig.tiny(VOCAB, d_model=32), name="frozen")
+    model.trainable = False
+    config = model.get_config()
+    assert {"name", "trainable", "dtype", "config"} <= set(config)
+    assert "layers" not in config  # not the functional graph
+    rebuilt = Transformer.from_config(config)
+    assert rebuilt.get_config() == config
+    assert (rebuilt.name, rebuilt.trainable) == ("frozen", False)
+    assert not rebuilt.trainable_weights
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert reloaded.get_config() == config
+    np.testing.assert_allclose(
+        logits(reloaded, SOURCE, TARGET), logits(model, SOURCE, TARGET), atol=1e-6
+    )
+
+
+def test_init_cache_is_made_by_the_decoder_blocks():
+    model = tiny_model()
+    cache = model.init_cache(2, max_length=5)
+    assert len(cache) == len(model.decoder_blocks)
+    for pair, block in zip(cache, model.decoder_blocks, strict=True):
+        expected = block.empty_self_attention_cache(2, 5)
+        assert [tuple(part.shape) for part in pair] == [
+            tuple(part.shape) for part in expected
+        ]
+    assert tuple(model.init_cache(2)[0][0].shape) == (2, 4, 0, 8)
+
+
+@pytest.mark.parametrize("max_length", [None, 6])
+def test_beams_decode_against_one_cross_attention_cache_row_per_item(max_length):
+    beams = 3
+    model = tiny_model()
+    source = SOURCE.copy()
+    source[1, 5:] = 0
+    full = logits(model, np.repeat(source, beams, axis=0), np.repeat(TARGET, beams, 0))
+    encoder_outputs, encoder_padding_mask = model.encode(source)  # a row per item
+    cross_attention_cache = model.compute_cross_attention_cache(encoder_outputs)
+    cache = model.init_cache(len(source) * beams, max_length)
+    for t in range(TARGET.shape[1]):
+        step_logits, cache = model.decode_step(
+            np.repeat(TARGET[:, t : t + 1], beams, axis=0),  # rows b * 3 + k
+            cache,
+            t,
+            cross_attention_cache,
+            encoder_padding_mask,
+            cache_update="append" if max_length is None else "write",
+            rows_per_item=beams,
+        )
+        np.testing.assert_allclose(step_logits[:, 0], full[:, t], atol=1e-4)
+
+
+def test_decode_step_names_rows_that_do_not_fit_the_cross_attention_cache():
+    model = tiny_model()
+    encoder_outputs, encoder_padding_mask = model.encode(SOURCE)
+    context = model.compute_cross_attention_cache(encoder_outputs), encoder_padding_mask
+    beams = np.repeat(TARGET[:, :1], 2, axis=0)  # 6 rows, rows_per_item forgotten
+    message = "has 6 rows, but cross_attention_cache has 3 rows and rows_per_item=1"
+    with pytest.raises(ValueError, match=message):
+        model.decode_step(beams, model.init_cache(6), 0, *context)
