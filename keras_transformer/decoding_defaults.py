@@ -14,6 +14,8 @@ search"). The paper's WMT models keep 0.6 (`--alpha 0.6`).
 TensorFlow-free, so that settings and the command line read them too.
 """
 
+import numbers
+
 BEAM_SIZE = 4
 ALPHA = 0.6  # the paper's length-penalty exponent
 RECIPE_ALPHA = 1.0  # the training recipe's: measured better on its runs
@@ -47,4 +49,23 @@ def decoding_settings(beam_size, alpha, saved):
     return (
         int(saved["beam_size"] if beam_size is None else beam_size),
         float(saved["alpha"] if alpha is None else alpha),
+    )
+
+
+def is_greedy(beam_size):
+    """Whether `beam_size` means greedy decoding: the int 1.
+
+    A tensor always means beam search, whatever its value: inside a
+    `tf.function` or `jax.jit` its value is not known when the loop is
+    chosen.
+
+    Example:
+
+    >>> is_greedy(1), is_greedy(4), is_greedy(np.array(1))
+    (True, False, False)
+    """
+    return (
+        isinstance(beam_size, numbers.Integral)
+        and not isinstance(beam_size, bool)
+        and beam_size == 1
     )

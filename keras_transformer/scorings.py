@@ -1,7 +1,7 @@
 """How beam search scores finished hypotheses and stops: one object a scoring.
 
-`beam_search(scoring=name)` looks its scoring up here (`get_scoring`) and
-asks it four things: what a finished hypothesis's log-probability is
+`beam_search(scoring=...)` takes a `Scoring` or looks one up here by name
+(`get_scoring`) and asks it four things: what a finished hypothesis's log-probability is
 divided by (`normalizer`), how many finished hypotheses an item keeps
 (`finished_slots`), when an item takes no more (`is_done`) and whether the
 end token is forced at an item's limit (`forces_end_at_limit`). A run's
@@ -175,13 +175,18 @@ def check_scoring(scoring):
         raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}.")
 
 
-def get_scoring(name):
-    """The `Scoring` called `name`, one of `SCORINGS`.
+def get_scoring(scoring):
+    """The `Scoring` called `scoring` (one of `SCORINGS`), or `scoring`
+    itself if it is a `Scoring`.
 
     Example:
 
     >>> get_scoring("transformers")
     <Scoring 'transformers'>
+    >>> get_scoring(GNMTScoring())
+    <Scoring 'gnmt'>
     """
-    check_scoring(name)
-    return _SCORINGS[name]
+    if isinstance(scoring, Scoring):
+        return scoring
+    check_scoring(scoring)
+    return _SCORINGS[scoring]

@@ -1,11 +1,13 @@
-"""The layers and the model on other Keras backends, each in a subprocess.
+"""The layers, the model and decoding on other Keras backends, each in a
+subprocess.
 
 The suite runs under the TensorFlow backend; these tests start Python under
-JAX (`KERAS_BACKEND=jax`) and check that the layers and the model train and
-decode without TensorFlow importable at all, that a `.keras` file gives the
-same logits on both backends, either way (JAX there without TensorFlow too),
-and that the layer and model tests pass under JAX.
-"""
+JAX (`KERAS_BACKEND=jax`) and PyTorch and check that the layers and the
+model train and decode without TensorFlow importable at all, that a
+`.keras` file gives the same logits on both backends, either way (JAX
+there without TensorFlow too), and that the layer, model and decoding
+tests pass under JAX. tests/export/test_decoding_backends.py checks that
+decoding gives TensorFlow's tokens."""
 
 import importlib.util
 import re
@@ -46,12 +48,13 @@ encoder_outputs, encoder_mask = model.encode(source)
 context = model.compute_cross_attention_cache(encoder_outputs), encoder_mask
 step_logits, cache = model.decode_step(target[:, :1], model.init_cache(2), 0, *context)
 attention = MultiHeadAttention(2, 8)(np.ones((1, 1, 16), "float32"))
+ids, _ = keras_transformer.decode(model, source, beam_size=2, max_length=4)
 try:
-    keras_transformer.beam_search
+    keras_transformer.export
 except ModuleNotFoundError as error:
     message = str(error)
 loaded = [name for name, m in sys.modules.items() if name[:10] == "tensorflow" and m]
-print(keras.backend.backend(), tuple(step_logits.shape), loaded)
+print(keras.backend.backend(), tuple(step_logits.shape), tuple(ids.shape), loaded)
 print(message)
 """
 
@@ -73,7 +76,7 @@ print(message)
 def test_layers_and_model_train_and_decode_without_tensorflow(tmp_path, backend):
     output = run_python(tmp_path, WITHOUT_TENSORFLOW, backend, tensorflow=False)
     first, message = output.strip().splitlines()[-2:]
-    assert first == f"{backend} (2, 1, 50) []"
+    assert first == f"{backend} (2, 1, 50) (2, 1, 4) []"
     assert "needs TensorFlow (pip install tensorflow)" in message
 
 
@@ -115,12 +118,15 @@ def test_keras_files_give_the_same_logits_on_both_backends(tmp_path):
     )
 
 
-# The tests that run again under JAX: the layers, the model, their doctests.
+# The tests that run again under JAX: the layers, the model, decoding, their
+# doctests.
 JAX_TESTS = (
     "tests/layers",
     "tests/models",
+    "tests/decoding",
     "keras_transformer/layers",
     "keras_transformer/models",
+    "keras_transformer/decoding",
 )
 
 

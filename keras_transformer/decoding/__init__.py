@@ -1,15 +1,20 @@
 """Decoding: greedy and beam search over a step function, and for the model.
 
-`greedy_decode` and `beam_search` are pure TensorFlow loops over
+`greedy_decode` and `beam_search` are `keras.ops` loops over
 `next_fn(ids, cache, index) -> (logits, cache)` and a cache they never look
 inside; `decode` runs them with a `keras_transformer.Transformer`, or lets
-a keras-hub sampler choose the tokens (`hub_sampling`).
+a keras-hub sampler choose the tokens (`hub_sampling`). They run on every
+Keras backend (TensorFlow, JAX, PyTorch); `growing_cache` is the one
+TensorFlow-only piece, which `decode` uses on TensorFlow.
 """
 
-import keras_transformer.requires_tensorflow  # noqa: F401 (says if TF is missing)
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import greedy_decode
-from keras_transformer.decoding.model_decoding import decode, make_next_fn
+from keras_transformer.decoding.model_decoding import (
+    decode,
+    make_next_fn,
+    token_log_probabilities,
+)
 from keras_transformer.scorings import length_penalty
 
 __all__ = [
@@ -18,4 +23,5 @@ __all__ = [
     "greedy_decode",
     "length_penalty",
     "make_next_fn",
+    "token_log_probabilities",
 ]

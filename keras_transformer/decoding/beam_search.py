@@ -1,4 +1,4 @@
-"""Beam search with a length penalty, as one `tf.while_loop`.
+"""Beam search with a length penalty, as one `ops.while_loop`.
 
 The paper's setup (section 6.1): beam size 4, length penalty alpha = 0.6, as
 in tensor2tensor and GNMT (Wu et al., 2016): a hypothesis of `n` generated
@@ -8,17 +8,19 @@ worst kept finished one. How a hypothesis is scored and when an item stops
 is its scoring's (`keras_transformer.scorings`): `scoring="transformers"`
 follows Hugging Face transformers' `generate(num_beams=K)` instead.
 The loop only knows a step function and an opaque cache; see `beam_search`.
+Written in `keras.ops`: it runs on every Keras backend.
 """
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 from keras_transformer import decoding_defaults
-from keras_transformer.decoding.greedy import (
+from keras_transformer.decoding.greedy import log_probabilities
+from keras_transformer.decoding.loops import (
     check_positive_int,
-    keep_static_shapes,
-    log_probabilities,
-    loop_shapes,
     sequence_limits,
+    take_per_row,
+    while_loop,
     write_column,
 )
 from keras_transformer.scorings import NO_HYPOTHESIS, get_scoring
@@ -38,11 +40,12 @@ def tile_beams(nest, beam_size):
 
     Example:
 
-    >>> tile_beams({"x": tf.constant([[1], [2]])}, 2)["x"].numpy().ravel()
+    >>> x = tile_beams({"x": np.array([[1], [2]], "int32")}, 2)["x"]
+    >>> ops.convert_to_numpy(x).ravel()
     array([1, 1, 2, 2], dtype=int32)
     """
-    return tf.nest.map_structure(
-        lambda x: tf.repeat(x, beam_size, axis=0), nest
+    return keras.tree.map_structure(
+        lambda x: ops.repeat(x, beam_size, axis=0), nest
     )  # (B * K, ...)
 
 
@@ -60,14 +63,14 @@ def gather_beams(nest, beam_indices, beam_size):
 
     Example:
 
-    >>> flat = tf.constant([10, 11, 20, 21])  # (B * K,) with B = K = 2
-    >>> gather_beams(flat, tf.constant([[1, 1], [0, 1]]), 2).numpy()
+    >>> flat = np.array([10, 11, 20, 21], "int32")  # (B * K,) with B = K = 2
+    >>> ops.convert_to_numpy(gather_beams(flat, np.array([[1, 1], [0, 1]]), 2))
     array([11, 11, 20, 21], dtype=int32)
     """
-    batch_size = tf.shape(beam_indices)[0]
-    offsets = tf.range(batch_size)[:, None] * beam_size  # (B, 1)
-    rows = tf.reshape(beam_indices + offsets, [-1])  # (B * K',)
-    return tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=0), nest)
+    batch_size = ops.shape(beam_indices)[0]
+    offsets = ops.arange(batch_size, dtype="int32")[:, None] * beam_size  # (B, 1)
+    rows = ops.reshape(ops.cast(beam_indices, "int32") + offsets, (-1,))  # (B * K',)
+    return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), nest)
 
 
 def _top_candidates(alive_ids, alive_log_probs, log_probs, index, count):
@@ -86,29 +89,30 @@ def _top_candidates(alive_ids, alive_log_probs, log_probs, index, count):
         beams (B, count))`, best first: the extended sequences, their new
         tokens and log-probabilities, and the alive beam each extends.
     """
-    vocab_size = tf.shape(log_probs)[-1]
-    batch_size = tf.shape(log_probs)[0]
+    vocab_size = ops.shape(log_probs)[-1]
     total = alive_log_probs[:, :, None] + log_probs  # (B, K, V)
-    flat = tf.reshape(total, [batch_size, -1])  # (B, K * V)
-    top_log_probs, top_indices = tf.math.top_k(flat, k=count)  # (B, 2K)
+    flat = ops.reshape(total, (ops.shape(total)[0], -1))  # (B, K * V)
+    top_log_probs, top_indices = ops.top_k(flat, k=count)  # (B, 2K)
+    top_indices = ops.cast(top_indices, "int32")
     beams = top_indices // vocab_size  # (B, 2K)
     tokens = top_indices % vocab_size  # (B, 2K)
-    ids = tf.gather(alive_ids, beams, batch_dims=1)  # (B, 2K, L + 1)
+    ids = take_per_row(alive_ids, beams)  # (B, 2K, L + 1)
     ids = write_column(ids, index + 1, tokens)
     return ids, tokens, top_log_probs, beams
 
 
 def _force_end(log_probs, at_limit, end_id):
     """`log_probs` (B, K, V) with the end token certain where `at_limit` (B,)."""
-    vocab = tf.range(tf.shape(log_probs)[-1])  # (V,)
-    forced = tf.where(vocab == end_id, 0.0, -float("inf"))  # (V,)
-    return tf.where(at_limit[:, None, None], forced, log_probs)  # (B, K, V)
+    vocab = ops.arange(ops.shape(log_probs)[-1], dtype="int32")  # (V,)
+    forced = ops.where(vocab == end_id, 0.0, NO_HYPOTHESIS)  # (V,)
+    return ops.where(at_limit[:, None, None], forced, log_probs)  # (B, K, V)
 
 
 def _keep_best(scores, ids, count):
     """The `count` best of `scores` (B, N) and their ids (B, N, L + 1)."""
-    best_scores, picks = tf.math.top_k(scores, k=count)  # (B, count)
-    return best_scores, tf.gather(ids, picks, batch_dims=1), picks
+    best_scores, picks = ops.top_k(scores, k=count)  # (B, count)
+    picks = ops.cast(picks, "int32")
+    return best_scores, take_per_row(ids, picks), picks
 
 
 def beam_search(
@@ -135,9 +139,9 @@ def beam_search(
     fairseq does, makes a width-1 search with `alpha=0` exactly greedy
     decoding; with `alpha > 0` it may search on past greedy's end, since a
     longer hypothesis can still score better after the penalty. The loop
-    runs on fixed-size buffers in one
-    `tf.while_loop` (it traces once in a `tf.function` and compiles with
-    `jit_compile=True`) and stops once, for every item, no alive beam can
+    runs on fixed-size buffers in one `ops.while_loop` (it runs on every
+    Keras backend, traces once in a `tf.function` and compiles with XLA,
+    `jit_compile=True` or `jax.jit`) and stops once, for every item, no alive beam can
     beat the worst kept finished hypothesis. Items are independent, so a
     batch decodes exactly as its items would alone.
 
@@ -156,21 +160,22 @@ def beam_search(
             item: they are then neither tiled nor gathered at every step.
         max_length: the most tokens to generate (an int or scalar tensor).
         end_id: the end-of-sequence token.
-        beam_size: K, beams per item (an int, or a scalar int32 tensor
-            outside XLA).
+        beam_size: K, beams per item (an int, or on TensorFlow outside
+            XLA a scalar int32 tensor).
         alpha: length-penalty exponent, >= 0 (a float or scalar tensor).
         num_results: hypotheses returned per item, 1 <= num_results <= K.
         pad_id: the token written after the end.
         max_lengths: optional int (B,), per-example limits on generated
             tokens (end token included), clipped to `max_length`.
-        scoring: the name of the `keras_transformer.scorings.Scoring`
+        scoring: the `keras_transformer.scorings.Scoring` (or its name)
             that scores finished hypotheses and stops: "gnmt" (the above),
             or "transformers" to follow Hugging Face transformers'
             `generate(num_beams=K, length_penalty=alpha)`: log p / n **
             alpha, K finished slots and their stopping heuristic, the end
             token forced at the limit.
-        cache_shapes: for a cache whose shapes change from step to step,
-            as in `greedy_decode` (axis 0, the rows, is beam search's own).
+        cache_shapes: TensorFlow only, for a cache whose shapes change
+            from step to step, as in `greedy_decode` (axis 0, the rows, is
+            beam search's own).
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated
@@ -186,52 +191,49 @@ def beam_search(
     ...                 [.1, .1, .35, .25, .2],  # after 3
     ...                 [.1, .1, .6, .1, .1]])   # after 4
     >>> def next_fn(ids, cache, index):  # logits depend on the last token
-    ...     return tf.gather(table, ids[:, index]), cache
+    ...     return ops.take(table, ids[:, index], axis=0), cache
     >>> ids, scores = beam_search(
     ...     next_fn, [1], cache=(), max_length=4, end_id=2, beam_size=2)
-    >>> ids.numpy()  # greedy takes 3 then the end: .4 * .35 < .3 * .6
+    >>> ops.convert_to_numpy(ids)  # greedy takes 3 then the end: .4 * .35 < .3 * .6
     array([[[4, 2, 0, 0]]], dtype=int32)
-    >>> np.round(scores.numpy(), 4)  # log(.3 * .6) / (7 / 6) ** .6
+    >>> np.round(ops.convert_to_numpy(scores), 4)  # log(.3 * .6) / (7 / 6) ** .6
     array([[-1.5633]], dtype=float32)
     """
     for name, value in (("max_length", max_length), ("beam_size", beam_size)):
         check_positive_int(name, value)
     check_positive_int("num_results", num_results)
-    if not isinstance(beam_size, tf.Tensor) and num_results > beam_size:
+    if not ops.is_tensor(beam_size) and num_results > beam_size:
         raise ValueError(
             f"num_results must be <= beam_size={beam_size}, got {num_results}."
         )
-    if not isinstance(alpha, tf.Tensor) and alpha < 0:
+    if not ops.is_tensor(alpha) and alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
     scoring = get_scoring(scoring)
     slots = scoring.finished_slots(num_results, beam_size)
 
-    start_ids = tf.cast(tf.convert_to_tensor(start_ids), tf.int32)  # (B,)
-    batch_size = tf.shape(start_ids)[0]
+    start_ids = ops.cast(start_ids, "int32")  # (B,)
+    batch_size = ops.shape(start_ids)[0]
     limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
-    float_limits = tf.cast(limits, tf.float32)  # (B,)
-    buffer_length = tf.cast(max_length, tf.int32) + 1
-    alive_ids = tf.fill([batch_size, beam_size, buffer_length], pad_id)
+    float_limits = ops.cast(limits, "float32")  # (B,)
+    buffer_length = max_length + 1
+    alive_ids = ops.full((batch_size, beam_size, buffer_length), pad_id, "int32")
     alive_ids = write_column(alive_ids, 0, start_ids[:, None])  # (B, K, L + 1)
     # Only beam 0 is live at first, so the first step does not pick K copies.
-    first_beam = tf.where(tf.range(beam_size) == 0, 0.0, NO_HYPOTHESIS)  # (K,)
-    alive_log_probs = tf.tile(first_beam[None], [batch_size, 1])  # (B, K)
-    finished_ids = tf.fill([batch_size, slots, buffer_length], pad_id)
-    finished_scores = tf.fill([batch_size, slots], NO_HYPOTHESIS)  # (B, N)
-    done = tf.zeros([batch_size], tf.bool)  # (B,)
+    first_beam = ops.where(ops.arange(beam_size) == 0, 0.0, NO_HYPOTHESIS)  # (K,)
+    alive_log_probs = ops.zeros((batch_size, 1), "float32") + first_beam  # (B, K)
+    finished_ids = ops.full((batch_size, slots, buffer_length), pad_id, "int32")
+    finished_scores = ops.full((batch_size, slots), NO_HYPOTHESIS, "float32")
+    done = ops.zeros((batch_size,), "bool")  # (B,)
 
-    def step(*state):
-        return keep_static_shapes(beam_step(*state), shapes)
-
-    def beam_step(
+    def step(
         index, alive_ids, alive_log_probs, cache, finished_ids, finished_scores, done
     ):
         # The row count, where known when tracing, stays known to `next_fn`.
-        rows = alive_ids.shape[:2].num_elements() or -1  # B * K
-        flat_ids = tf.reshape(alive_ids, [rows, buffer_length])  # (B * K, L + 1)
+        rows = -1 if None in alive_ids.shape[:2] else alive_ids.shape[0] * beam_size
+        flat_ids = ops.reshape(alive_ids, (rows, buffer_length))  # (B * K, L + 1)
         logits, cache = next_fn(flat_ids, cache, index)  # (B * K, V)
         log_probs = log_probabilities(logits)  # (B * K, V)
-        log_probs = tf.reshape(log_probs, [batch_size, beam_size, -1])  # (B, K, V)
+        log_probs = ops.reshape(log_probs, (batch_size, beam_size, -1))  # (B, K, V)
         if scoring.forces_end_at_limit:
             log_probs = _force_end(log_probs, index + 1 >= limits, end_id)
         ids, tokens, log_p, beams = _top_candidates(
@@ -239,26 +241,30 @@ def beam_search(
         )  # (B, 2K, L + 1), then (B, 2K) each
         length = index + 1  # tokens generated, this one included
         ended = (tokens == end_id) | (length >= limits[:, None])  # (B, 2K)
-        in_beam = tf.range(2 * beam_size)[None, :] < beam_size  # (1, 2K)
+        in_beam = ops.arange(2 * beam_size)[None, :] < beam_size  # (1, 2K)
 
         alive_log_probs, alive_ids, picks = _keep_best(
-            tf.where(ended, NO_HYPOTHESIS, log_p), ids, beam_size
+            ops.where(ended, NO_HYPOTHESIS, log_p), ids, beam_size
         )  # (B, K), (B, K, L + 1), (B, K)
-        cache = gather_beams(cache, tf.gather(beams, picks, batch_dims=1), beam_size)
+        cache = gather_beams(cache, take_per_row(beams, picks), beam_size)
 
-        float_length = tf.cast(length, tf.float32)
+        float_length = ops.cast(length, "float32")
         takes = ended & in_beam & ~done[:, None]  # (B, 2K)
-        scores = tf.where(
+        scores = ops.where(
             takes, log_p / scoring.normalizer(float_length, alpha), NO_HYPOTHESIS
         )  # (B, 2K)
         finished_scores, finished_ids, _ = _keep_best(
-            tf.concat([finished_scores, scores], axis=1),  # (B, N + 2K)
-            tf.concat([finished_ids, ids], axis=1),
+            ops.concatenate([finished_scores, scores], axis=1),  # (B, N + 2K)
+            ops.concatenate([finished_ids, ids], axis=1),
             slots,
         )  # (B, N), (B, N, L + 1)
         best_alive = alive_log_probs[:, 0]  # (B,)
-        done |= (best_alive == NO_HYPOTHESIS) | scoring.is_done(
-            best_alive, finished_scores[:, -1], float_length, float_limits, alpha
+        done = (
+            done
+            | (best_alive == NO_HYPOTHESIS)
+            | scoring.is_done(
+                best_alive, finished_scores[:, -1], float_length, float_limits, alpha
+            )
         )  # (B,)
         return (
             index + 1,
@@ -271,10 +277,10 @@ def beam_search(
         )
 
     def not_done(*state):
-        return tf.logical_not(tf.reduce_all(state[-1]))
+        return ops.logical_not(ops.all(state[-1]))
 
     loop_vars = (
-        tf.constant(0),
+        ops.zeros((), "int32"),
         alive_ids,
         alive_log_probs,
         tile_beams(cache, beam_size),
@@ -282,12 +288,7 @@ def beam_search(
         finished_scores,
         done,
     )
-    shapes = loop_shapes(loop_vars, 3, cache_shapes)
-    *_, finished_ids, finished_scores, _ = tf.while_loop(
-        not_done,
-        step,
-        loop_vars,
-        shape_invariants=shapes,
-        maximum_iterations=max_length,
+    *_, finished_ids, finished_scores, _ = while_loop(
+        not_done, step, loop_vars, max_length, 3, cache_shapes
     )
     return finished_ids[:, :num_results, 1:], finished_scores[:, :num_results]

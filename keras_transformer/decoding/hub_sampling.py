@@ -4,17 +4,16 @@
 `next(prompt, cache, index) -> (logits, hidden_states, cache)` on a fixed
 prompt buffer, the shape of this package's `next_fn(ids, cache, index) ->
 (logits, cache)`. `sample` adapts one to the other and gives the output
-the conventions of `greedy_decode`.
+the conventions of `greedy_decode`. Written in `keras.ops`, as keras-hub's
+samplers are: it runs on every Keras backend.
 """
 
 import keras_hub
-import tensorflow as tf
+from keras import ops
 
-from keras_transformer.decoding.greedy import (
-    greedy_decode,
-    log_probabilities,
-    sequence_limits,
-)
+from keras_transformer.decoding.greedy import greedy_decode, log_probabilities
+from keras_transformer.decoding.loops import sequence_limits, take_per_row
+from keras_transformer.special_ids import PAD_ID
 
 
 def drawn_by(sampler):
@@ -27,16 +26,17 @@ def drawn_by(sampler):
     Example:
 
     >>> choose = drawn_by(keras_hub.samplers.TopKSampler(k=1))
-    >>> tokens, log_probs = choose(tf.math.log([[0.2, 0.5, 0.3]]))
-    >>> tokens.numpy(), np.round(np.exp(log_probs.numpy()), 4)
+    >>> tokens, log_probs = choose(np.log([[0.2, 0.5, 0.3]]))
+    >>> probabilities = np.exp(ops.convert_to_numpy(log_probs))
+    >>> ops.convert_to_numpy(tokens), np.round(probabilities, 4)
     (array([1], dtype=int32), array([0.5], dtype=float32))
     """
 
     def choose(logits):
         probabilities = sampler.compute_probabilities(logits)  # (B, V)
-        tokens = tf.cast(sampler.get_next_token(probabilities), tf.int32)  # (B,)
-        log_probs = tf.gather(log_probabilities(logits), tokens, batch_dims=1)
-        return tokens, log_probs  # (B,), (B,)
+        tokens = ops.cast(sampler.get_next_token(probabilities), "int32")  # (B,)
+        log_probs = take_per_row(log_probabilities(logits), tokens[:, None])
+        return tokens, log_probs[:, 0]  # (B,), (B,)
 
     return choose
 
@@ -58,17 +58,17 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
 
     Returns:
         int32 (B, L): the generated tokens without the start token, the end
-        token included, then 0. Tokens a sampler draws after an example's
+        token included, then `PAD_ID`. Tokens a sampler draws after an example's
         end token or beyond its limit are dropped.
 
     Example:
 
     >>> import keras_hub
     >>> def next_fn(ids, cache, index):  # always prefers token 5, then 2
-    ...     logits = tf.one_hot(tf.where(index < 2, 5, 2), 8) * 10.0
-    ...     return tf.tile(logits[None], [tf.shape(ids)[0], 1]), cache
-    >>> sample(keras_hub.samplers.GreedySampler(), next_fn,
-    ...        tf.constant([1]), (), max_length=4, end_id=2).numpy()
+    ...     logits = ops.one_hot(ops.where(index < 2, 5, 2), 8) * 10.0
+    ...     return ops.tile(logits[None], (ops.shape(ids)[0], 1)), cache
+    >>> ops.convert_to_numpy(sample(keras_hub.samplers.GreedySampler(), next_fn,
+    ...        np.array([1]), (), max_length=4, end_id=2))
     array([[5, 5, 2, 0]], dtype=int32)
     """
     if type(sampler).__call__ is keras_hub.samplers.Sampler.__call__:
@@ -86,13 +86,13 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
             choose=drawn_by(sampler),
         )
         return ids
-    batch_size = tf.shape(start_ids)[0]
-    start = tf.cast(start_ids, tf.int32)[:, None]  # (B, 1)
-    prompt = tf.concat(
-        [start, tf.zeros([batch_size, max_length], tf.int32)], axis=1
+    batch_size = ops.shape(start_ids)[0]
+    start = ops.cast(start_ids, "int32")[:, None]  # (B, 1)
+    prompt = ops.concatenate(
+        [start, ops.full((batch_size, max_length), PAD_ID, "int32")], axis=1
     )  # (B, L + 1)
-    is_prompt = tf.range(max_length + 1) < 1  # (L + 1,): only the start token
-    prompt_mask = tf.tile(is_prompt[None], [batch_size, 1])  # (B, L + 1)
+    is_prompt = ops.arange(max_length + 1) < 1  # (L + 1,): only the start token
+    prompt_mask = ops.logical_and(is_prompt[None], ops.ones((batch_size, 1), "bool"))
 
     def hub_next(prompt, cache, index):
         # keras-hub asks for the token at `index`; ours is fed the one before.
@@ -108,7 +108,7 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
         stop_token_ids=[end_id],
     )[:, 1:]  # (B, L)
     limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
-    is_end = tf.cast(tf.equal(ids, end_id), tf.int32)  # (B, L)
-    after_end = tf.cumsum(is_end, axis=1, exclusive=True) > 0  # (B, L)
-    within_limit = tf.range(max_length)[None] < limits[:, None]  # (B, L)
-    return tf.where(within_limit & ~after_end, ids, 0)
+    is_end = ops.cast(ops.equal(ids, end_id), "int32")  # (B, L)
+    after_end = ops.cumsum(is_end, axis=1) - is_end > 0  # (B, L)
+    within_limit = ops.arange(max_length)[None] < limits[:, None]  # (B, L)
+    return ops.where(within_limit & ~after_end, ids, PAD_ID)

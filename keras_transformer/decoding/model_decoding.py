@@ -2,24 +2,35 @@
 
 `make_next_fn` turns the model's `decode_step` into the step function the
 decoders call, and `decode` runs the encoder once, builds the cache and
-calls `greedy_decode` or `beam_search`.
+calls `greedy_decode` or `beam_search`. Written in `keras.ops`: it runs on
+every Keras backend.
 """
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 from keras_transformer.decoding.beam_search import beam_search
-from keras_transformer.decoding.greedy import check_positive_int, greedy_decode
+from keras_transformer.decoding.greedy import greedy_decode, log_probabilities
 from keras_transformer.decoding.hub_sampling import sample
+from keras_transformer.decoding.loops import check_positive_int, take_per_row
 from keras_transformer.decoding_defaults import (
     ALPHA,
+    BEAM_SIZE,
     EXTRA_LENGTH,
     MAX_LENGTH,
     SCORING,
+    is_greedy,
 )
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
 
-def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="append"):
+def make_next_fn(
+    model,
+    encoder_outputs,
+    encoder_padding_mask,
+    cache_update="append",
+    rows_per_item=1,
+):
     """The step function of `model` for `greedy_decode` and `beam_search`.
 
     The decoders' loop state is the self-attention cache of
@@ -36,6 +47,8 @@ def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="app
         cache_update: "append" for caches from `model.init_cache(B')` that
             grow a position a step, "write" for buffers from
             `model.init_cache(B', max_length)` written in place.
+        rows_per_item: the token rows of each source item, K for beam
+            search's K beams (an int or scalar tensor).
 
     Returns:
         `next_fn(ids, cache, index) -> (logits, cache)`: it feeds the one
@@ -57,7 +70,7 @@ def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="app
     cross_attention_cache = model.compute_cross_attention_cache(encoder_outputs)
 
     def next_fn(ids, cache, index):
-        tokens = tf.gather(ids, [index], axis=1)  # (B', 1)
+        tokens = ops.take(ids, ops.reshape(index, (1,)), axis=1)  # (B', 1)
         logits, cache = model.decode_step(
             tokens,
             cache,
@@ -65,6 +78,7 @@ def make_next_fn(model, encoder_outputs, encoder_padding_mask, cache_update="app
             cross_attention_cache,
             encoder_padding_mask,
             cache_update,
+            rows_per_item=rows_per_item,
         )  # (B', 1, V)
         return logits[:, 0], cache  # (B', V)
 
@@ -86,12 +100,35 @@ def decoding_limits(encoder_inputs, extra_length, max_length):
 
     Example:
 
-    >>> decoding_limits(np.array([[5, 6, 0], [5, 6, 7]]), 1, 3).numpy()
+    >>> limits = decoding_limits(np.array([[5, 6, 0], [5, 6, 7]]), 1, 3)
+    >>> ops.convert_to_numpy(limits)
     array([3, 3], dtype=int32)
     """
-    is_token = tf.not_equal(encoder_inputs, PAD_ID)  # (B, S)
-    source_lengths = tf.reduce_sum(tf.cast(is_token, tf.int32), axis=1)  # (B,)
-    return tf.minimum(source_lengths + extra_length, max_length)  # (B,)
+    is_token = ops.not_equal(encoder_inputs, PAD_ID)  # (B, S)
+    source_lengths = ops.sum(ops.cast(is_token, "int32"), axis=1)  # (B,)
+    return ops.minimum(source_lengths + extra_length, max_length)  # (B,)
+
+
+def output_length(limits, max_length):
+    """L, the length of the output buffers: the batch's longest limit (at
+    least 1), or `max_length` under `jax.jit`, where shapes must be known
+    while tracing and the limits are not.
+
+    On TensorFlow it stays a tensor: a `tf.function` traces once for every
+    batch, whose loops take the length as it comes.
+
+    Example:
+
+    >>> int(output_length(np.array([3, 5], "int32"), 8))
+    5
+    """
+    longest = ops.maximum(ops.max(limits), 1)
+    if keras.backend.backend() == "tensorflow":
+        return longest
+    try:
+        return int(longest)
+    except TypeError:  # a JAX tracer: its value is unknown while tracing
+        return max_length
 
 
 def decode(
@@ -99,7 +136,7 @@ def decode(
     encoder_inputs,
     start_id=START_ID,
     end_id=END_ID,
-    beam_size=1,
+    beam_size=None,
     alpha=ALPHA,
     num_results=1,
     extra_length=EXTRA_LENGTH,
@@ -108,30 +145,34 @@ def decode(
     scoring=SCORING,
     fixed_cache=False,
 ):
-    """Decodes `encoder_inputs` with `model`: greedy if `beam_size` is 1.
+    """Decodes `encoder_inputs` with `model`: beam search, greedy if
+    `beam_size` is 1.
 
     The encoder runs once and `model.init_cache` computes the decoder's
     cross-attention keys and values once; each step then feeds one token to
     `model.decode_step`. Every example may generate up to its source length
     (non-padding tokens) + `extra_length` tokens, end token included, capped
     by `max_length`; the output length is the largest of these limits in
-    the batch, so each example decodes as it would alone. Works eagerly and
-    inside a `tf.function`, e.g. with input signature
-    `tf.TensorSpec([None, None], tf.int32)`, where it traces once. The
-    self-attention caches grow a position a step, so no step copies them
-    whole or attends over positions not yet written; under XLA
-    (`tf.function(jit_compile=True)`, TPUs), which compiles fixed shapes
-    only, pass `fixed_cache=True` (XLA then bounds the data-dependent
-    length by `max_length`).
+    the batch, so each example decodes as it would alone (under `jax.jit`
+    it is `max_length`). Runs on every Keras backend: eagerly and under
+    `jax.jit` on JAX, eagerly on PyTorch, eagerly and inside a
+    `tf.function` on TensorFlow, e.g. with input signature
+    `tf.TensorSpec([None, None], tf.int32)`, where it traces once. On
+    TensorFlow the self-attention caches grow a position a step
+    (`growing_cache`), so no step copies them whole or attends over
+    positions not yet written; under XLA (`tf.function(jit_compile=True)`,
+    TPUs), which compiles fixed shapes only, pass `fixed_cache=True`. The
+    other backends always decode into fixed buffers of L positions.
 
     Args:
         model: a `keras_transformer.Transformer`.
         encoder_inputs: int (B, S) source token ids, 0 for padding.
         start_id: the token that starts every target.
         end_id: the end-of-sequence token.
-        beam_size: beams per example; 1 for greedy decoding. A scalar
-            int32 tensor always runs beam search (of that width), see
-            `is_greedy`.
+        beam_size: beams per example; 1 for greedy decoding; None for
+            `decoding_defaults.BEAM_SIZE` (the paper's 4), or 1 with a
+            `sampler`. A scalar int32 tensor always runs beam search (of
+            that width), see `decoding_defaults.is_greedy`.
         alpha: length-penalty exponent of beam search (unused when greedy).
         num_results: hypotheses returned per example, <= `beam_size`.
         extra_length: tokens allowed beyond the source length.
@@ -140,16 +181,18 @@ def decode(
         sampler: a `keras_hub.samplers.Sampler` (top-k, top-p, random,
             greedy or beam) that chooses the tokens instead, over the same
             cached step and limits (see `hub_sampling.sample`);
-            `beam_size`, `alpha` and `num_results` keep their defaults then.
+            `beam_size` must be 1 and `num_results` 1 then.
             Its scores are the sums of the log-probabilities of the returned
             tokens, from a teacher-forced pass.
-        scoring: how beam search scores and stops, "gnmt" or "transformers"
+        scoring: how beam search scores and stops, a
+            `scorings.Scoring` or its name, "gnmt" or "transformers"
             (`scorings.SCORINGS`; unused when greedy).
         fixed_cache: self-attention caches as buffers of the batch's
             longest limit, written in place: the fixed shapes that XLA
             needs (always so with a `sampler`, whose keras-hub loops keep
-            shapes). Slower without XLA: each step copies every buffer
-            (docs/experiments.md, "Caches that grow").
+            shapes, and on backends other than TensorFlow). Slower without
+            XLA: each step copies every buffer (docs/experiments.md,
+            "Caches that grow").
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
@@ -168,14 +211,16 @@ def decode(
     >>> tuple(ids.shape), tuple(scores.shape)
     ((2, 1, 5), (2, 1))
     """
-    if sampler is not None and (beam_size, num_results) != (1, 1):
+    if sampler is not None and (beam_size not in (None, 1) or num_results != 1):
         raise ValueError(
             "With a sampler, beam_size and num_results must be 1 (a keras-hub "
             f"BeamSampler sets its own beams); got {beam_size} and {num_results}."
         )
+    if beam_size is None:
+        beam_size = BEAM_SIZE if sampler is None else 1
     check_positive_int("beam_size", beam_size)
     check_positive_int("num_results", num_results)
-    if not isinstance(beam_size, tf.Tensor) and num_results > beam_size:
+    if not ops.is_tensor(beam_size) and num_results > beam_size:
         raise ValueError(
             f"num_results must be <= beam_size={beam_size}, got {num_results}."
         )
@@ -183,39 +228,40 @@ def decode(
         raise ValueError(f"extra_length must be >= 0, got {extra_length!r}.")
     check_positive_int("max_length", max_length)
 
-    encoder_inputs = tf.cast(encoder_inputs, tf.int32)  # (B, S)
+    encoder_inputs = ops.cast(encoder_inputs, "int32")  # (B, S)
+    batch_size = ops.shape(encoder_inputs)[0]
     limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
-    buffer_length = tf.maximum(tf.reduce_max(limits), 1)  # L, at least 1
+    length = output_length(limits, max_length)  # L
     encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
-    grow = not fixed_cache and sampler is None
+    grow = (
+        not fixed_cache and sampler is None and keras.backend.backend() == "tensorflow"
+    )
     next_fn = make_next_fn(
         model,
         encoder_outputs,
         encoder_padding_mask,
         cache_update="append" if grow else "write",
+        rows_per_item=_rows_per_item(beam_size, sampler),
     )
-    state = model.init_cache(
-        tf.shape(encoder_inputs)[0], None if grow else buffer_length
-    )
-    start_ids = tf.fill([tf.shape(encoder_inputs)[0]], start_id)  # (B,)
+    state = model.init_cache(batch_size, None if grow else length)
     arguments = dict(
         next_fn=next_fn,
-        start_ids=start_ids,
+        start_ids=ops.full((batch_size,), start_id, "int32"),
         cache=state,
-        max_length=buffer_length,
+        max_length=length,
         end_id=end_id,
         max_lengths=limits,
     )
     if sampler is not None:
         ids = sample(sampler, **arguments)  # (B, L)
-        scores = _log_probability(
+        log_probs = token_log_probabilities(
             model, ids, encoder_outputs, encoder_padding_mask, start_id
-        )  # (B,)
-        return ids[:, None], scores[:, None]
+        )  # (B, L)
+        return ids[:, None], ops.sum(log_probs, axis=1)[:, None]
     if grow:  # (B, h, L, d) caches whose L changes
-        arguments["cache_shapes"] = tf.nest.map_structure(
-            lambda x: tf.TensorShape([None, x.shape[1], None, x.shape[3]]), state
-        )
+        from keras_transformer.decoding.growing_cache import growing_cache_shapes
+
+        arguments["cache_shapes"] = growing_cache_shapes(state)
     if is_greedy(beam_size):
         ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
         return ids[:, None], scores[:, None]
@@ -228,26 +274,12 @@ def decode(
     )  # (B, N, L), (B, N)
 
 
-def is_greedy(beam_size):
-    """Whether `beam_size` means greedy decoding: the number 1.
-
-    A tensor always means beam search, whatever its value: inside a
-    `tf.function` its value is not known when the loop is chosen.
-
-    Example:
-
-    >>> is_greedy(1), is_greedy(4), is_greedy(tf.constant(1))
-    (True, False, False)
-    """
-    return not isinstance(beam_size, tf.Tensor) and beam_size == 1
-
-
-def _log_probability(model, ids, encoder_outputs, encoder_padding_mask, start_id):
-    """Sum of the log-probabilities of `ids` (B, L), 0 for padding -> (B,)."""
-    log_probs = token_log_probabilities(
-        model, ids, encoder_outputs, encoder_padding_mask, start_id
-    )  # (B, L)
-    return tf.reduce_sum(log_probs, axis=1)
+def _rows_per_item(beam_size, sampler):
+    """The token rows of each source item in the step function: the beams
+    of beam search or of a keras-hub `BeamSampler`, else 1."""
+    if sampler is not None:
+        return getattr(sampler, "num_beams", 1)  # keras-hub's beams, tiled
+    return 1 if is_greedy(beam_size) else beam_size
 
 
 def token_log_probabilities(
@@ -281,12 +313,16 @@ def token_log_probabilities(
     >>> tuple(log_probs.shape), float(log_probs[0, 2])
     ((1, 3), 0.0)
     """
-    ids = tf.cast(ids, tf.int32)  # (B, L)
+    ids = ops.cast(ids, "int32")  # (B, L)
     decoder_inputs = teacher_forced_inputs(ids, start_id)  # (B, L)
     logits = model.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))  # (B, L, V)
-    token_log_probs = tf.gather(log_probs, ids, batch_dims=2)  # (B, L)
-    return tf.where(ids != PAD_ID, token_log_probs, 0.0)
+    log_probs = log_probabilities(logits)  # (B, L, V)
+    vocab_size = ops.shape(log_probs)[-1]
+    token_log_probs = take_per_row(
+        ops.reshape(log_probs, (-1, vocab_size)), ops.reshape(ids, (-1, 1))
+    )  # (B * L, 1)
+    token_log_probs = ops.reshape(token_log_probs, ops.shape(ids))  # (B, L)
+    return ops.where(ids != PAD_ID, token_log_probs, 0.0)
 
 
 def teacher_forced_cross_attention(
@@ -306,19 +342,19 @@ def teacher_forced_cross_attention(
         float32 (B, layers, heads, L, S): row t is how the decoder, predicting
         `ids[:, t]`, attends over the source positions; 0 in rows of padding.
     """
-    ids = tf.cast(ids, tf.int32)  # (B, L)
+    ids = ops.cast(ids, "int32")  # (B, L)
     _, attention = model.decode(
         teacher_forced_inputs(ids, start_id),
         encoder_outputs,
         encoder_padding_mask,
         return_cross_attention=True,
     )  # (B, layers, h, L, S)
-    is_token = tf.cast(ids != PAD_ID, tf.float32)[:, None, None, :, None]
+    is_token = ops.cast(ids != PAD_ID, "float32")[:, None, None, :, None]
     return attention * is_token
 
 
 def teacher_forced_inputs(ids, start_id=START_ID):
     """The decoder inputs of targets `ids` (B, L): `start_id`, then each
     target token but the last (B, L)."""
-    start = tf.fill([tf.shape(ids)[0], 1], start_id)  # (B, 1)
-    return tf.concat([start, ids[:, :-1]], axis=1)
+    start = ops.full((ops.shape(ids)[0], 1), start_id, "int32")  # (B, 1)
+    return ops.concatenate([start, ops.cast(ids[:, :-1], "int32")], axis=1)

@@ -4,7 +4,7 @@ import json
 import os
 
 from keras_transformer.data.tokenizer import sentencepiece_processors
-from keras_transformer.decoding_defaults import decoding_settings
+from keras_transformer.decoding_defaults import decoding_settings, is_greedy
 from keras_transformer.export.ctranslate2_model import (
     SETTINGS_FILE,
     import_ctranslate2,
@@ -156,7 +156,7 @@ class CTranslate2Translator:
         pieces = self._pieces(texts)
         results = [[(0.0, "")] * n_best * copies for _ in texts]
         by_limit = self._by_limit(pieces)
-        if _one_greedy_call and beam_size == 1 and sampling is None:
+        if _one_greedy_call and is_greedy(beam_size) and sampling is None:
             # For `translate`, whose scores are not returned: greedy tokens do
             # not depend on the limit, so one call with the largest one, each
             # output cut to its own, gives the same translations.

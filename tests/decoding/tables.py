@@ -10,7 +10,7 @@ import itertools
 import math
 
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 PAD, START, END, A, B = 0, 1, 2, 3, 4
 
@@ -20,19 +20,22 @@ def bigram_next_fn(tables, calls=None):
 
     Args:
         tables: float (T, V, V), rows summing to 1.
-        calls: optional int tf.Variable, incremented on every call.
+        calls: optional int tf.Variable (TensorFlow only), incremented on
+            every call.
 
     Returns:
         `next_fn(ids, cache, index)`, with `cache` int (B',) table indices.
     """
-    log_tables = tf.constant(np.log(np.maximum(tables, 1e-30)), tf.float32)
+    vocab_size = np.shape(tables)[-1]
+    log_tables = np.log(np.maximum(tables, 1e-30)).astype("float32")
+    rows_of_tables = log_tables.reshape(-1, vocab_size)  # (T * V, V)
 
     def next_fn(ids, cache, index):
         if calls is not None:
             calls.assign_add(1)
-        tokens = tf.gather(ids, index, axis=1)  # (B',)
-        rows = tf.stack([cache, tokens], axis=1)  # (B', 2)
-        return tf.gather_nd(log_tables, rows), cache  # (B', V)
+        tokens = ops.take(ids, index, axis=1)  # (B',)
+        rows = ops.cast(cache, "int32") * vocab_size + tokens  # (B',)
+        return ops.take(rows_of_tables, rows, axis=0), cache  # (B', V)
 
     return next_fn
 

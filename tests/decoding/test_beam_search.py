@@ -1,8 +1,10 @@
 import math
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras import ops
 
 from keras_transformer.decoding import beam_search, greedy_decode, length_penalty
 from keras_transformer.scorings import SCORINGS
@@ -24,12 +26,12 @@ def search(tables, table_indices, max_length, calls=None, **kwargs):
     ids, scores = beam_search(
         bigram_next_fn(tables, calls),
         start_ids=[START] * len(table_indices),
-        cache=tf.constant(table_indices, tf.int32),
+        cache=np.array(table_indices, "int32"),
         max_length=max_length,
         end_id=END,
         **kwargs,
     )
-    return ids.numpy(), scores.numpy()
+    return ops.convert_to_numpy(ids), ops.convert_to_numpy(scores)
 
 
 def test_length_penalty_is_the_gnmt_formula():
@@ -41,9 +43,11 @@ def test_length_penalty_is_the_gnmt_formula():
 
 def test_finds_a_better_sequence_than_greedy_with_hand_computed_scores():
     greedy_ids, _ = greedy_decode(
-        bigram_next_fn(HAND_TABLE[None]), [START], tf.constant([0]), 5, END
+        bigram_next_fn(HAND_TABLE[None]), [START], np.array([0], "int32"), 5, END
     )
-    np.testing.assert_array_equal(greedy_ids, [padded([A, END], 5)])
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(greedy_ids), [padded([A, END], 5)]
+    )
 
     ids, scores = search(HAND_TABLE[None], [0], 5, beam_size=4, num_results=3)
     np.testing.assert_array_equal(
@@ -97,13 +101,14 @@ def test_a_beam_wider_than_all_prefixes_equals_exhaustive_search(alpha):
 def test_beam_size_1_without_length_penalty_equals_greedy(seed):
     tables = random_tables(6, 6, seed=seed)
     greedy_ids, greedy_scores = greedy_decode(
-        bigram_next_fn(tables), [START] * 6, tf.range(6), 8, END
+        bigram_next_fn(tables), [START] * 6, np.arange(6, dtype="int32"), 8, END
     )
     ids, scores = search(tables, range(6), 8, beam_size=1, alpha=0.0)
-    np.testing.assert_array_equal(ids[:, 0], greedy_ids)
-    np.testing.assert_array_equal(scores[:, 0], greedy_scores)
+    np.testing.assert_array_equal(ids[:, 0], ops.convert_to_numpy(greedy_ids))
+    np.testing.assert_array_equal(scores[:, 0], ops.convert_to_numpy(greedy_scores))
 
 
+@pytest.mark.tensorflow
 def test_writes_only_padding_after_the_end_and_stops_early():
     calls = tf.Variable(0)
     ids, _ = search(HAND_TABLE[None], [0], 10, calls, beam_size=4)
@@ -130,6 +135,7 @@ def test_max_lengths_end_sequences_and_a_batch_equals_its_items_alone():
         np.testing.assert_allclose(scores[item], alone_scores[0], rtol=1e-6)
 
 
+@pytest.mark.tensorflow
 @pytest.mark.parametrize("scoring", SCORINGS)
 def test_traces_once_and_compiles_with_xla(scoring):
     next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
@@ -162,6 +168,7 @@ def test_traces_once_and_compiles_with_xla(scoring):
     assert traced.experimental_get_tracing_count() == 1
 
 
+@pytest.mark.tensorflow
 def test_the_step_function_sees_the_row_count_known_when_tracing():
     rows_seen = []
     next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
@@ -192,3 +199,34 @@ def test_the_step_function_sees_the_row_count_known_when_tracing():
 def test_rejects_bad_arguments(arguments, message):
     with pytest.raises(ValueError, match=message):
         search(HAND_TABLE[None], [0, 0], 4, **arguments)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="the JAX backend's")
+@pytest.mark.parametrize("scoring", SCORINGS)
+def test_compiles_with_jax_jit(scoring):
+    import jax
+
+    next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
+
+    def run(table_indices, limits):
+        start_ids = ops.full(ops.shape(table_indices), START, "int32")
+        return beam_search(
+            next_fn,
+            start_ids,
+            table_indices,
+            7,
+            END,
+            3,
+            0.6,
+            2,
+            max_lengths=limits,
+            scoring=scoring,
+        )
+
+    compiled = jax.jit(run)
+    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
+        indices, limits = np.array(indices, "int32"), np.array(limits, "int32")
+        eager_ids, eager_scores = run(indices, limits)
+        ids, scores = compiled(indices, limits)
+        np.testing.assert_array_equal(ids, eager_ids)
+        np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)

@@ -1,8 +1,10 @@
 import math
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras import ops
 
 from keras_transformer.decoding import greedy_decode
 from keras_transformer.decoding.greedy import most_likely
@@ -24,12 +26,12 @@ def greedy(tables, table_indices, max_length, calls=None, **kwargs):
     ids, scores = greedy_decode(
         bigram_next_fn(tables, calls),
         start_ids=[START] * len(table_indices),
-        cache=tf.constant(table_indices, tf.int32),
+        cache=np.array(table_indices, "int32"),
         max_length=max_length,
         end_id=END,
         **kwargs,
     )
-    return ids.numpy(), scores.numpy()
+    return ops.convert_to_numpy(ids), ops.convert_to_numpy(scores)
 
 
 def test_takes_the_most_likely_token_and_sums_log_probabilities():
@@ -38,6 +40,7 @@ def test_takes_the_most_likely_token_and_sums_log_probabilities():
     np.testing.assert_allclose(scores, [math.log(0.55) + math.log(0.5)], rtol=1e-6)
 
 
+@pytest.mark.tensorflow
 def test_writes_only_padding_after_the_end_and_stops_once_all_ended():
     calls = tf.Variable(0)
     ids, _ = greedy(np.stack([HAND_TABLE, LATE_END_TABLE]), [0, 1], 8, calls)
@@ -57,6 +60,7 @@ def test_max_lengths_end_sequences_and_a_batch_equals_its_items_alone():
     np.testing.assert_array_equal(ids[0], padded([A], 6))  # ended by its limit
 
 
+@pytest.mark.tensorflow
 def test_traces_once_and_compiles_with_xla():
     tables = random_tables(4, 6, seed=1)
     next_fn = bigram_next_fn(tables)
@@ -82,6 +86,7 @@ def test_traces_once_and_compiles_with_xla():
     assert traced.experimental_get_tracing_count() == 1
 
 
+@pytest.mark.tensorflow
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_most_likely_equals_argmax_and_log_softmax(jit_compile):
     logits = np.random.default_rng(2).normal(size=(6, 50)).astype("float32") * 5
@@ -104,3 +109,24 @@ def test_most_likely_equals_argmax_and_log_softmax(jit_compile):
 def test_rejects_bad_lengths(arguments, message):
     with pytest.raises(ValueError, match=message):
         greedy(HAND_TABLE[None], [0, 0], **arguments)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="the JAX backend's")
+def test_compiles_with_jax_jit():
+    import jax
+
+    next_fn = bigram_next_fn(random_tables(4, 6, seed=1))
+
+    def run(table_indices, limits):
+        start_ids = ops.full(ops.shape(table_indices), START, "int32")
+        return greedy_decode(
+            next_fn, start_ids, table_indices, 7, END, max_lengths=limits
+        )
+
+    compiled = jax.jit(run)
+    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
+        indices, limits = np.array(indices, "int32"), np.array(limits, "int32")
+        eager_ids, eager_scores = run(indices, limits)
+        ids, scores = compiled(indices, limits)
+        np.testing.assert_array_equal(ids, eager_ids)
+        np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)

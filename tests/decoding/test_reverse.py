@@ -11,6 +11,7 @@ MAX_LENGTH = 8
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow
 def test_greedy_and_beam_search_reverse_held_out_sequences():
     model = train_reverser(10000, epochs=8, max_length=MAX_LENGTH, verbose=0)
     sources, _, expected = reversal_data(300, VOCAB_SIZE, MAX_LENGTH, seed=1)  # labels
