@@ -2,7 +2,9 @@
 
 The scripts print one JSON object on stdout and nothing else there
 (TensorFlow's logs go to stderr). This module imports TensorFlow only where
-a function needs it, so that `train_speed_jax.py` runs without it.
+a function needs it, so that `train_speed_jax.py` and `decode_speed_jax.py`
+run without it; `run_script` runs one script from another under another
+Keras backend (`decode_speed.py --jax`).
 
 The keras-hub reference model lives here because both benchmarks use it:
 `HubTransformer` trains like any Keras model and decodes with keras-hub's
@@ -147,6 +149,31 @@ def ratio(numerator, denominator):
     if not numerator or not denominator:
         return None
     return rounded(numerator / denominator, 3)
+
+
+def run_script(script, arguments, backend):
+    """Runs the benchmark `script` (a file name in benchmarks/) with
+    `arguments` in a fresh Python under Keras backend `backend`, with the
+    repository root on PYTHONPATH; returns the JSON it prints.
+
+    Its stderr (logs, progress) passes through to this process's stderr.
+    """
+    folder = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.dirname(folder), os.environ.get("PYTHONPATH", "")]
+    process = subprocess.run(
+        [sys.executable, os.path.join(folder, script), *arguments],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            "KERAS_BACKEND": backend,
+            "PYTHONPATH": os.pathsep.join(path for path in paths if path),
+        },
+    )
+    if process.returncode != 0:
+        raise RuntimeError(f"{script} exited with {process.returncode}.")
+    return json.loads(process.stdout)
 
 
 class HubTransformer(keras.Model):

@@ -25,7 +25,12 @@ no model can produce, -1, and every limit equals `--new-tokens`):
   cores' intra-op threads (`ctranslate2_float32_1t`, ...), forced to the
   same number of tokens (`min_decoding_length`); its sources are one id
   shorter, since CTranslate2 appends the end token. `ratios` then compares
-  our signature with each engine at its best thread count.
+  our signature with each engine at its best thread count;
+- `--jax`: ours on the JAX backend, `decode` under `jax.jit` with the same
+  weights (`jax_jit`), timed by `decode_speed_jax.py` in a subprocess after
+  the TensorFlow rows (not interleaved with them, and at JAX's own threads
+  whatever `--threads` says); `ratios` adds jax_jit / ours_signature and
+  jax_jit / ours_xla.
 
 `ops_per_step` counts the ops of each decoding loop's body, ours and
 keras-hub's, as traced (before TensorFlow's graph optimizations, without
@@ -42,6 +47,7 @@ them alike. `ratios` divides ours by the matching keras-hub variant and
     python benchmarks/decode_speed.py --quick       # a smoke run
     python benchmarks/decode_speed.py --batch-size 32 --search greedy
     python benchmarks/decode_speed.py --ctranslate2 --threads 1
+    python benchmarks/decode_speed.py --jax --search greedy beam_4
 """
 
 import argparse
@@ -266,6 +272,31 @@ def ctranslate2_variants(model, beam_size, new_tokens, positions, folder):
     return variants
 
 
+def jax_rows(model, settings, searches, quick, folder):
+    """`decode_speed_jax.py`'s `jax_jit` rows for `model`, with its weights.
+
+    Runs the script in a subprocess under KERAS_BACKEND=jax with the same
+    shape, sources, new tokens, batch sizes and repeats.
+
+    Returns:
+        `({search: {"batch_<B>": {"jax_jit": {...}}}}, its environment)`.
+    """
+    weights = os.path.join(folder, "ours.weights.h5")
+    model.save_weights(weights)
+    arguments = ["--config", "small", "--weights", weights, "--search", *searches]
+    arguments += ["--batch-size", *map(str, settings["batch_sizes"])]
+    for name in ("repeats", "new_tokens", "source_length"):
+        arguments += ["--" + name.replace("_", "-"), str(settings[name])]
+    if quick:  # decode_speed_jax.py's quick "small" is QUICK's shape
+        arguments.append("--quick")
+    result = common.run_script("decode_speed_jax.py", arguments, "jax")
+    (run,) = result["runs"]
+    for key in common.SHAPE_KEYS:  # and its full "small" is FULL's
+        if run["model"][key] != settings[key]:
+            raise RuntimeError(f"JAX model's {key}: {run['model'][key]}.")
+    return run["results"], result["environment"]
+
+
 def best_ctranslate2(speed, quantization):
     """The tokens/s of the fastest thread count of one CTranslate2 variant."""
     prefix = f"ctranslate2_{quantization}_"
@@ -325,6 +356,8 @@ def ratios_and_targets(results):
         ("ours_xla", "keras_hub_xla"),
         ("ours_xla", "tutorial_no_cache"),
         ("ours_tf_function", "tutorial_no_cache"),
+        ("jax_jit", "ours_signature"),
+        ("jax_jit", "ours_xla"),
     ]
     ratios, targets = {}, []
     for search, by_batch in results.items():
@@ -408,6 +441,12 @@ def parse_args(argv=None):
         help="also time ours as of this commit, with the same weights, as "
         "baseline_tf_function, baseline_xla and baseline_signature: an A/B of a change",
     )
+    parser.add_argument(
+        "--jax",
+        action="store_true",
+        help="also time ours on the JAX backend under jax.jit, with the same "
+        "weights, in a subprocess (decode_speed_jax.py)",
+    )
     common.add_threads_argument(parser)
     return parser.parse_args(argv)
 
@@ -452,7 +491,7 @@ def main(argv=None):
         }
     )
 
-    results, ops_per_step = {}, {}
+    results, ops_per_step, jax_environment = {}, {}, None
     with tempfile.TemporaryDirectory() as saved_model_dir:
         for search in args.search:
             beam_size = SEARCHES[search]
@@ -499,6 +538,13 @@ def main(argv=None):
                 "ours": loop_body_ops(variants["ours_tf_function"], ids),
                 "keras_hub": loop_body_ops(variants["keras_hub"], ids),
             }
+        if args.jax:
+            rows, jax_environment = jax_rows(
+                ours, settings, args.search, args.quick, saved_model_dir
+            )
+            for search, by_batch in rows.items():
+                for batch_key, row in by_batch.items():
+                    results[search][batch_key].update(row)
     ratios, targets = ratios_and_targets(results)
     common.print_json(
         {
@@ -522,6 +568,7 @@ def main(argv=None):
             "ratios": ratios,
             "targets": targets,
             "environment": environment,
+            "jax_environment": jax_environment,
             "load_average_1m_at_end": common.rounded(os.getloadavg()[0], 3),
         }
     )

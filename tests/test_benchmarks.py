@@ -150,3 +150,28 @@ def test_train_speed_jax_quick_run_without_tensorflow(tmp_path):
             assert_positive(model[key])
         assert math.isfinite(model["first_loss"])
     assert_positive(run["ratios"]["ours/keras_hub"])
+
+
+@pytest.mark.slow
+def test_decode_speed_jax_quick_run_without_tensorflow(tmp_path):
+    result = run_benchmark(
+        "decode_speed_jax.py",
+        "--quick",
+        "--batch-size",
+        "1",
+        "--repeats",
+        "2",
+        env=python_environment("jax", tmp_path, tensorflow=False),
+    )
+    assert result["benchmark"] == "decode_speed_jax"
+    assert result["environment"]["keras_backend"] == "jax"
+    assert "tensorflow" not in result["environment"]
+    (run,) = result["runs"]
+    assert run["config"] == "small"
+    assert_positive(run["model"]["parameters"])
+    assert set(run["results"]) == {"greedy", "beam_4"}
+    for by_batch in run["results"].values():
+        assert set(by_batch) == {"batch_1"}
+        timing = by_batch["batch_1"]["jax_jit"]
+        for key in ("tokens_per_second", "median_seconds", "first_call_seconds"):
+            assert_positive(timing[key])
