@@ -21,14 +21,16 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Starts the slow tests first; skips those marked `tensorflow` under
-    another Keras backend.
+    """Starts the longest tests first, then the other slow ones; skips those
+    marked `tensorflow` under another Keras backend.
 
     With pytest-xdist, a minute-long test started last would keep one worker
     busy after the other has finished; started first, the quick tests fill
     in around it. The order within each group is kept.
     """
-    items.sort(key=lambda item: "slow" not in item.keywords)
+    items.sort(
+        key=lambda item: ("longest" not in item.keywords, "slow" not in item.keywords)
+    )
     import keras  # here, not at the top: collecting alone need not start Keras
 
     backend = keras.backend.backend()

@@ -118,25 +118,28 @@ def test_keras_files_give_the_same_logits_on_both_backends(tmp_path):
     )
 
 
-# The tests that run again under JAX: the layers, the model, decoding, their
-# doctests.
-JAX_TESTS = (
-    "tests/layers",
-    "tests/models",
-    "tests/decoding",
-    "keras_transformer/layers",
-    "keras_transformer/models",
-    "keras_transformer/decoding",
-)
+# The tests that run again under JAX, in two passes that two workers share:
+# the layers and the model, and decoding, each with their doctests.
+JAX_TESTS = {
+    "layers_and_models": (
+        "tests/layers",
+        "tests/models",
+        "keras_transformer/layers",
+        "keras_transformer/models",
+    ),
+    "decoding": ("tests/decoding", "keras_transformer/decoding"),
+}
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 @pytest.mark.skipif(OTHER != "jax", reason="this is the run under JAX")
-def test_layer_and_model_tests_pass_under_jax(tmp_path):
+@pytest.mark.parametrize("group", JAX_TESTS)
+def test_the_tests_pass_under_jax(tmp_path, group):
     """One pytest pass with KERAS_BACKEND=jax; tests marked `tensorflow` skip."""
     process = subprocess.run(
         # One process: this test already holds one of the outer run's workers.
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", *JAX_TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", *JAX_TESTS[group]],
         capture_output=True,
         text=True,
         timeout=SUBPROCESS_TIMEOUT,

@@ -104,6 +104,7 @@ def test_train_speed_quick_run():
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_translate_file_quick_run():
     """This tree stands as its own baseline: the outputs must agree."""
     result = run_benchmark(

@@ -20,6 +20,7 @@ from tests.test_benchmarks import BENCHMARKS
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_five_kills_in_five_phases_all_recover(tmp_path):
     process = subprocess.run(
         [

@@ -102,6 +102,7 @@ def namespace_problem(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_a_full_disk_is_one_line_and_the_same_command_goes_on(tmp_path):
     problem = namespace_problem(tmp_path)
     if problem:

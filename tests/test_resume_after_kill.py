@@ -115,6 +115,7 @@ def rerun(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_sigterm_saves_and_exits_within_a_spot_machines_grace_period(
     tmp_path, record_property
 ):

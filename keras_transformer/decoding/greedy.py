@@ -37,9 +37,11 @@ def most_likely(logits):
     (array([1], dtype=int32), array([0.5], dtype=float32))
     """
     log_probs = log_probabilities(logits)  # (B, V)
-    # The logits' argmax: distinct logits may round to one log-probability.
-    tokens = ops.cast(ops.argmax(logits, axis=-1), "int32")  # (B,)
-    return tokens, take_per_row(log_probs, tokens[:, None])[:, 0]  # (B,), (B,)
+    # The logits' best (distinct logits may round to one log-probability),
+    # the first on a tie as in argmax; top_k is one op on every backend.
+    _, tokens = ops.top_k(logits, k=1)  # (B, 1)
+    tokens = ops.cast(tokens, "int32")
+    return tokens[:, 0], take_per_row(log_probs, tokens)[:, 0]  # (B,), (B,)
 
 
 def greedy_decode(
@@ -85,7 +87,7 @@ def greedy_decode(
             step to step (one that grows): a nest of `tf.TensorShape`s like
             `cache` with None for the sizes that change (axis 0 is the
             rows, kept); by default every leaf keeps the shape it starts
-            with, as XLA needs (see `growing_cache`).
+            with, as XLA needs (see `tensorflow_paths`).
 
     Returns:
         `(ids, scores)`: int32 (B, max_length), the generated tokens without

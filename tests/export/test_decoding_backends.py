@@ -94,6 +94,7 @@ def models_and_sources(translator, held_out):
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 @pytest.mark.parametrize(
     "backend",
     [
