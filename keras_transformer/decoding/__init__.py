@@ -4,9 +4,9 @@
 `next_fn(ids, cache, index) -> (logits, cache)` and a cache they never look
 inside; `decode` runs them with a `keras_transformer.Transformer`, or lets
 a keras-hub sampler choose the tokens (`hub_sampling`). They run on every
-Keras backend (TensorFlow, JAX, PyTorch); `tensorflow_paths` holds the
-TensorFlow-only pieces they use there (caches that grow, plain gathers),
-each measured faster than its `keras.ops` reference.
+Keras backend (TensorFlow, JAX, PyTorch); `growing_cache` is the one
+TensorFlow-only piece, the caches that `decode` grows there (measured
+faster than the fixed buffers it is tested against).
 """
 
 from keras_transformer.decoding.beam_search import beam_search

@@ -20,7 +20,6 @@ from keras_transformer.decoding.loops import (
     check_positive_int,
     sequence_limits,
     take_per_row,
-    take_rows,
     while_loop,
     write_column,
 )
@@ -71,7 +70,7 @@ def gather_beams(nest, beam_indices, beam_size):
     batch_size = ops.shape(beam_indices)[0]
     offsets = ops.arange(batch_size, dtype="int32")[:, None] * beam_size  # (B, 1)
     rows = ops.reshape(ops.cast(beam_indices, "int32") + offsets, (-1,))  # (B * K',)
-    return keras.tree.map_structure(lambda x: take_rows(x, rows), nest)
+    return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), nest)
 
 
 def _top_candidates(alive_ids, alive_log_probs, log_probs, index, count):

@@ -87,7 +87,7 @@ def greedy_decode(
             step to step (one that grows): a nest of `tf.TensorShape`s like
             `cache` with None for the sizes that change (axis 0 is the
             rows, kept); by default every leaf keeps the shape it starts
-            with, as XLA needs (see `tensorflow_paths`).
+            with, as XLA needs (see `growing_cache`).
 
     Returns:
         `(ids, scores)`: int32 (B, max_length), the generated tokens without

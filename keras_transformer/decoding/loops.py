@@ -4,7 +4,7 @@ Written in `keras.ops`, so that greedy decoding, beam search and sampling
 run on every Keras backend: eagerly and under `jax.jit` on JAX, eagerly on
 PyTorch, eagerly and inside a `tf.function` on TensorFlow. Only a cache
 whose shapes change from step to step (`cache_shapes`) needs TensorFlow
-(`tensorflow_paths`).
+(`growing_cache`).
 """
 
 import keras
@@ -93,8 +93,8 @@ def write_column(ids, index, tokens):
 
 
 def take_per_row(x, indices):
-    """For each row b, the entries `indices[b]` of `x[b]`: a gather along
-    axis 1 per row (on TensorFlow, `tensorflow_paths.take_per_row`).
+    """For each row b, the entries `indices[b]` of `x[b]` (a gather along
+    axis 1 per row, as one flat gather).
 
     Args:
         x: (B, N, ...).
@@ -110,41 +110,12 @@ def take_per_row(x, indices):
     array([[12, 10],
            [21, 21]], dtype=int32)
     """
-    if keras.backend.backend() == "tensorflow":
-        from keras_transformer.decoding import tensorflow_paths
-
-        return tensorflow_paths.take_per_row(x, indices)
-    return ops_take_per_row(x, indices)
-
-
-def ops_take_per_row(x, indices):
-    """`take_per_row` as one flat `ops.take`: the reference on every backend."""
     shape = ops.shape(x)
     rows = ops.arange(shape[0], dtype="int32")[:, None] * shape[1]  # (B, 1)
     flat_indices = ops.reshape(ops.cast(indices, "int32") + rows, (-1,))  # (B * M,)
     flat = ops.reshape(x, (-1, *shape[2:]))  # (B * N, ...)
-    taken = take_rows(flat, flat_indices)  # (B * M, ...)
+    taken = ops.take(flat, flat_indices, axis=0)  # (B * M, ...)
     return ops.reshape(taken, (shape[0], ops.shape(indices)[1], *shape[2:]))
-
-
-def take_rows(x, rows):
-    """`x[rows]`: the rows `rows` (int (N,), each in [0, len(x))) of `x`.
-
-    `ops.take`, except on TensorFlow, where `tensorflow_paths.take_rows`
-    skips the fix-up of negative indices that `ops.take` runs every call.
-
-    Example:
-
-    >>> x = np.array([[1, 2], [3, 4], [5, 6]], "int32")
-    >>> ops.convert_to_numpy(take_rows(x, np.array([2, 0], "int32")))
-    array([[5, 6],
-           [1, 2]], dtype=int32)
-    """
-    if keras.backend.backend() == "tensorflow":
-        from keras_transformer.decoding import tensorflow_paths
-
-        return tensorflow_paths.take_rows(x, rows)
-    return ops.take(x, rows, axis=0)
 
 
 def keep_shapes(new, old):
@@ -192,9 +163,9 @@ def while_loop(
         The loop variables after the last step.
     """
     if cache_shapes is not None:
-        from keras_transformer.decoding import tensorflow_paths
+        from keras_transformer.decoding import growing_cache
 
-        return tensorflow_paths.while_loop(
+        return growing_cache.while_loop(
             cond, body, loop_vars, maximum_iterations, cache_position, cache_shapes
         )
     return ops.while_loop(

@@ -159,7 +159,7 @@ def decode(
     `tf.function` on TensorFlow, e.g. with input signature
     `tf.TensorSpec([None, None], tf.int32)`, where it traces once. On
     TensorFlow the self-attention caches grow a position a step
-    (`tensorflow_paths`), so no step copies them whole or attends over
+    (`growing_cache`), so no step copies them whole or attends over
     positions not yet written; under XLA (`tf.function(jit_compile=True)`,
     TPUs), which compiles fixed shapes only, pass `fixed_cache=True`. The
     other backends always decode into fixed buffers of L positions.
@@ -259,7 +259,7 @@ def decode(
         )  # (B, L)
         return ids[:, None], ops.sum(log_probs, axis=1)[:, None]
     if grow:  # (B, h, L, d) caches whose L changes
-        from keras_transformer.decoding.tensorflow_paths import growing_cache_shapes
+        from keras_transformer.decoding.growing_cache import growing_cache_shapes
 
         arguments["cache_shapes"] = growing_cache_shapes(state)
     if is_greedy(beam_size):

@@ -1,18 +1,13 @@
-"""Decoding's TensorFlow-only paths, each faster there than its `keras.ops`
-reference in `decoding.loops`, which the tests compare it with.
+"""Self-attention caches that grow a position a step: TensorFlow only.
 
-- Self-attention caches that grow a position a step. Without XLA nothing
-  forces fixed shapes, so `decode` on TensorFlow starts the caches empty
-  and each step appends its token's keys and values: a step then copies
-  and attends over the positions written so far, not a whole buffer, and
-  beam search reorders t positions instead of L (benchmarks/README.md,
-  "Caches that grow": about 1.5x the words per second of the fixed
-  buffers). `ops.while_loop` keeps every loop variable's shape, so this
-  loop is `tf.while_loop` with shape invariants.
-- Gathers without `ops.take`'s fix-up of negative indices, and a per-row
-  gather as one `GatherV2` (`batch_dims=1`) instead of reshapes around a
-  flat one: beam search runs about a dozen a step, whose ops dominate a
-  step at batch 1 (benchmarks/README.md, "Decoding on every backend").
+Without XLA nothing forces fixed shapes, so `decode` on TensorFlow starts
+the caches empty and each step appends its token's keys and values: a step
+then copies and attends over the positions written so far, not a whole
+buffer, and beam search reorders t positions instead of L
+(benchmarks/README.md, "Caches that grow": about 1.5x the words per second
+of the fixed buffers). `ops.while_loop` keeps every loop variable's shape,
+so this loop is `tf.while_loop` with shape invariants. The fixed buffers of
+`decoding.loops` are the reference it is tested against.
 """
 
 import tensorflow as tf
@@ -53,14 +48,3 @@ def while_loop(cond, body, loop_vars, maximum_iterations, cache_position, cache_
         shape_invariants=shapes,
         maximum_iterations=maximum_iterations,
     )
-
-
-def take_rows(x, rows):
-    """`loops.take_rows` on TensorFlow: `tf.gather(x, rows)`."""
-    return tf.gather(x, rows)
-
-
-def take_per_row(x, indices):
-    """`loops.take_per_row` on TensorFlow: `tf.gather(x, indices,
-    batch_dims=1)`."""
-    return tf.gather(x, indices, batch_dims=1)
