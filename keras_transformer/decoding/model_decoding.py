@@ -297,7 +297,8 @@ def token_log_probabilities(
     Args:
         model: a `keras_transformer.Transformer`.
         ids: int (B, L) target tokens without the start token, 0 for padding.
-        encoder_outputs, encoder_padding_mask: from `model.encode`.
+        encoder_outputs: (B, S, d_model) from `model.encode`.
+        encoder_padding_mask: (B, S) from `model.encode`.
         start_id: the token that starts every target.
 
     Returns:
@@ -335,7 +336,8 @@ def teacher_forced_cross_attention(
     Args:
         model: a `keras_transformer.Transformer`.
         ids: int (B, L) target tokens without the start token, 0 for padding.
-        encoder_outputs, encoder_padding_mask: from `model.encode`.
+        encoder_outputs: (B, S, d_model) from `model.encode`.
+        encoder_padding_mask: (B, S) from `model.encode`.
         start_id: the token that starts every target.
 
     Returns:
