@@ -40,6 +40,18 @@ def bigram_next_fn(tables, calls=None):
     return next_fn
 
 
+def assert_compiled_as_eager(run, *compiled):
+    """Each of `compiled` (`run` traced or compiled) gives the ids and scores
+    of `run` called eagerly, `run(table_indices, limits)`, on two batches."""
+    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
+        indices, limits = np.array(indices, "int32"), np.array(limits, "int32")
+        eager_ids, eager_scores = run(indices, limits)
+        for function in compiled:
+            ids, scores = function(indices, limits)
+            np.testing.assert_array_equal(ids, eager_ids)
+            np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)
+
+
 def random_tables(count, vocab_size, seed):
     """`count` random (V, V) bigram tables, rows summing to 1."""
     rng = np.random.default_rng(seed)

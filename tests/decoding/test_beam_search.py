@@ -15,6 +15,7 @@ from tests.decoding.tables import (
     START,
     A,
     B,
+    assert_compiled_as_eager,
     bigram_next_fn,
     exhaustive_search,
     padded,
@@ -135,13 +136,12 @@ def test_max_lengths_end_sequences_and_a_batch_equals_its_items_alone():
         np.testing.assert_allclose(scores[item], alone_scores[0], rtol=1e-6)
 
 
-@pytest.mark.tensorflow
-@pytest.mark.parametrize("scoring", SCORINGS)
-def test_traces_once_and_compiles_with_xla(scoring):
+def search_on_tables(scoring):
+    """`run(table_indices, limits)`: a beam search of random tables."""
     next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
 
     def run(table_indices, limits):
-        start_ids = tf.fill(tf.shape(table_indices), START)
+        start_ids = ops.full(ops.shape(table_indices), START, "int32")
         return beam_search(
             next_fn,
             start_ids,
@@ -155,16 +155,16 @@ def test_traces_once_and_compiles_with_xla(scoring):
             scoring=scoring,
         )
 
+    return run
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("scoring", SCORINGS)
+def test_traces_once_and_compiles_with_xla(scoring):
+    run = search_on_tables(scoring)
     vector = tf.TensorSpec([None], tf.int32)
     traced = tf.function(run, input_signature=[vector, vector])
-    compiled = tf.function(run, jit_compile=True)
-    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
-        indices, limits = tf.constant(indices), tf.constant(limits)
-        eager_ids, eager_scores = run(indices, limits)
-        for function in (traced, compiled):
-            ids, scores = function(indices, limits)
-            np.testing.assert_array_equal(ids, eager_ids)
-            np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)
+    assert_compiled_as_eager(run, traced, tf.function(run, jit_compile=True))
     assert traced.experimental_get_tracing_count() == 1
 
 
@@ -206,27 +206,5 @@ def test_rejects_bad_arguments(arguments, message):
 def test_compiles_with_jax_jit(scoring):
     import jax
 
-    next_fn = bigram_next_fn(random_tables(4, 6, seed=7))
-
-    def run(table_indices, limits):
-        start_ids = ops.full(ops.shape(table_indices), START, "int32")
-        return beam_search(
-            next_fn,
-            start_ids,
-            table_indices,
-            7,
-            END,
-            3,
-            0.6,
-            2,
-            max_lengths=limits,
-            scoring=scoring,
-        )
-
-    compiled = jax.jit(run)
-    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
-        indices, limits = np.array(indices, "int32"), np.array(limits, "int32")
-        eager_ids, eager_scores = run(indices, limits)
-        ids, scores = compiled(indices, limits)
-        np.testing.assert_array_equal(ids, eager_ids)
-        np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)
+    run = search_on_tables(scoring)
+    assert_compiled_as_eager(run, jax.jit(run))

@@ -16,6 +16,7 @@ from tests.decoding.tables import (
     START,
     A,
     B,
+    assert_compiled_as_eager,
     bigram_next_fn,
     padded,
     random_tables,
@@ -60,29 +61,25 @@ def test_max_lengths_end_sequences_and_a_batch_equals_its_items_alone():
     np.testing.assert_array_equal(ids[0], padded([A], 6))  # ended by its limit
 
 
-@pytest.mark.tensorflow
-def test_traces_once_and_compiles_with_xla():
-    tables = random_tables(4, 6, seed=1)
-    next_fn = bigram_next_fn(tables)
-    traces = []
+def greedy_on_tables():
+    """`run(table_indices, limits)`: greedy decoding of random tables."""
+    next_fn = bigram_next_fn(random_tables(4, 6, seed=1))
 
     def run(table_indices, limits):
-        traces.append(1)
-        start_ids = tf.fill(tf.shape(table_indices), START)
+        start_ids = ops.full(ops.shape(table_indices), START, "int32")
         return greedy_decode(
             next_fn, start_ids, table_indices, 7, END, max_lengths=limits
         )
 
+    return run
+
+
+@pytest.mark.tensorflow
+def test_traces_once_and_compiles_with_xla():
+    run = greedy_on_tables()
     vector = tf.TensorSpec([None], tf.int32)
     traced = tf.function(run, input_signature=[vector, vector])
-    compiled = tf.function(run, jit_compile=True)
-    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
-        indices, limits = tf.constant(indices), tf.constant(limits)
-        eager_ids, eager_scores = run(indices, limits)
-        for function in (traced, compiled):
-            ids, scores = function(indices, limits)
-            np.testing.assert_array_equal(ids, eager_ids)
-            np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)
+    assert_compiled_as_eager(run, traced, tf.function(run, jit_compile=True))
     assert traced.experimental_get_tracing_count() == 1
 
 
@@ -115,18 +112,5 @@ def test_rejects_bad_lengths(arguments, message):
 def test_compiles_with_jax_jit():
     import jax
 
-    next_fn = bigram_next_fn(random_tables(4, 6, seed=1))
-
-    def run(table_indices, limits):
-        start_ids = ops.full(ops.shape(table_indices), START, "int32")
-        return greedy_decode(
-            next_fn, start_ids, table_indices, 7, END, max_lengths=limits
-        )
-
-    compiled = jax.jit(run)
-    for indices, limits in (([0, 1, 2], [7, 3, 5]), ([3, 2], [2, 7])):
-        indices, limits = np.array(indices, "int32"), np.array(limits, "int32")
-        eager_ids, eager_scores = run(indices, limits)
-        ids, scores = compiled(indices, limits)
-        np.testing.assert_array_equal(ids, eager_ids)
-        np.testing.assert_allclose(scores, eager_scores, rtol=1e-5)
+    run = greedy_on_tables()
+    assert_compiled_as_eager(run, jax.jit(run))
