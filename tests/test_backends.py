@@ -9,7 +9,6 @@ there without TensorFlow too), and that the layer, model and decoding
 tests pass under JAX. tests/export/test_decoding_backends.py checks that
 decoding gives TensorFlow's tokens."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.fixtures.backends import ROOT, python_environment, run_python
+from tests.fixtures.backends import OTHER_BACKENDS, ROOT, python_environment, run_python
 from tests.models.test_transformer import SOURCE, TARGET, logits, tiny_model
 
 OTHER = "jax" if keras.backend.backend() != "jax" else "tensorflow"
@@ -60,19 +59,7 @@ print(message)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "jax",
-        pytest.param(
-            "torch",
-            marks=pytest.mark.skipif(
-                importlib.util.find_spec("torch") is None,
-                reason="PyTorch is not installed",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_layers_and_model_train_and_decode_without_tensorflow(tmp_path, backend):
     output = run_python(tmp_path, WITHOUT_TENSORFLOW, backend, tensorflow=False)
     first, message = output.strip().splitlines()[-2:]

@@ -4,7 +4,6 @@ two imported Marian fixtures, each saved as a `.keras` file and decoded in
 a fresh interpreter without TensorFlow (as on a JAX or PyTorch user's
 machine)."""
 
-import importlib.util
 import json
 
 import keras
@@ -13,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.decoding import decode, token_log_probabilities
-from tests.fixtures.backends import run_python
+from tests.fixtures.backends import OTHER_BACKENDS, run_python
 from tests.marian.test_import import loaded, reference_limit
 from tests.models.test_transformer import SOURCE, tiny_model
 
@@ -95,19 +94,7 @@ def models_and_sources(translator, held_out):
 
 @pytest.mark.slow
 @pytest.mark.longest
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "jax",
-        pytest.param(
-            "torch",
-            marks=pytest.mark.skipif(
-                importlib.util.find_spec("torch") is None,
-                reason="PyTorch is not installed",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_decoding_gives_the_same_tokens_on_every_backend(
     tmp_path, models_and_sources, backend
 ):
