@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_transformer.layers.attention_cache import updated_cache_shape
 from keras_transformer.layers.block import TransformerBlock
+from keras_transformer.layers.output_specs import symbolic_outputs
 from keras_transformer.layers.position_wise import static_length
 
 
@@ -296,9 +297,7 @@ class DecoderBlock(TransformerBlock):
             cache_update,
             return_attention_scores,
         )
-        return keras.tree.map_shape_structure(
-            lambda shape: keras.KerasTensor(shape, dtype=self.compute_dtype), shapes
-        )
+        return symbolic_outputs(shapes, self.compute_dtype)
 
 
 def _check_self_attention_cache(cache_update, decoder_padding_mask):

@@ -3,6 +3,7 @@
 import keras
 
 from keras_transformer.layers.block import TransformerBlock
+from keras_transformer.layers.output_specs import symbolic_outputs
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -100,6 +101,4 @@ class EncoderBlock(TransformerBlock):
 
     def compute_output_spec(self, inputs, *, return_attention_scores=False, **kwargs):
         shapes = self.compute_output_shape(inputs.shape, return_attention_scores)
-        return keras.tree.map_shape_structure(
-            lambda shape: keras.KerasTensor(shape, dtype=self.compute_dtype), shapes
-        )
+        return symbolic_outputs(shapes, self.compute_dtype)

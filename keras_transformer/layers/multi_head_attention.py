@@ -12,6 +12,7 @@ from keras_transformer.layers.attention_cache import (
     updated_cache_shape,
 )
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
+from keras_transformer.layers.output_specs import symbolic_outputs
 from keras_transformer.layers.position_wise import apply_to_positions, static_length
 
 
@@ -308,9 +309,7 @@ class MultiHeadAttention(keras.layers.Layer):
             cache_update,
             return_attention_scores,
         )
-        return keras.tree.map_shape_structure(
-            lambda shape: keras.KerasTensor(shape, dtype=self.compute_dtype), shapes
-        )
+        return symbolic_outputs(shapes, self.compute_dtype)
 
     def _attend(self, queries, keys_values, mask, training):
         """Scaled dot-product attention of `queries` over keys and values.
