@@ -17,6 +17,7 @@ from keras import ops
 from keras_transformer import decoding_defaults
 from keras_transformer.decoding.greedy import log_probabilities
 from keras_transformer.decoding.loops import (
+    check_beams,
     check_positive_int,
     sequence_limits,
     take_per_row,
@@ -199,13 +200,8 @@ def beam_search(
     >>> np.round(ops.convert_to_numpy(scores), 4)  # log(.3 * .6) / (7 / 6) ** .6
     array([[-1.5633]], dtype=float32)
     """
-    for name, value in (("max_length", max_length), ("beam_size", beam_size)):
-        check_positive_int(name, value)
-    check_positive_int("num_results", num_results)
-    if not ops.is_tensor(beam_size) and num_results > beam_size:
-        raise ValueError(
-            f"num_results must be <= beam_size={beam_size}, got {num_results}."
-        )
+    check_positive_int("max_length", max_length)
+    check_beams(beam_size, num_results)
     if not ops.is_tensor(alpha) and alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
     scoring = get_scoring(scoring)

@@ -40,6 +40,25 @@ def check_positive_int(name, value):
     return value
 
 
+def check_beams(beam_size, num_results):
+    """Raises ValueError unless `beam_size` and `num_results` are positive
+    ints with `num_results <= beam_size` (tensors are not checked).
+
+    Example:
+
+    >>> check_beams(2, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_results must be <= beam_size=2, got 3.
+    """
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("num_results", num_results)
+    if not ops.is_tensor(beam_size) and num_results > beam_size:
+        raise ValueError(
+            f"num_results must be <= beam_size={beam_size}, got {num_results}."
+        )
+
+
 def sequence_limits(batch_size, max_length, max_lengths=None):
     """Per-example limits on generated tokens, clipped to [1, max_length].
 

@@ -12,7 +12,11 @@ from keras import ops
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.greedy import greedy_decode, log_probabilities
 from keras_transformer.decoding.hub_sampling import sample
-from keras_transformer.decoding.loops import check_positive_int, take_per_row
+from keras_transformer.decoding.loops import (
+    check_beams,
+    check_positive_int,
+    take_per_row,
+)
 from keras_transformer.decoding_defaults import (
     ALPHA,
     BEAM_SIZE,
@@ -218,12 +222,7 @@ def decode(
         )
     if beam_size is None:
         beam_size = BEAM_SIZE if sampler is None else 1
-    check_positive_int("beam_size", beam_size)
-    check_positive_int("num_results", num_results)
-    if not ops.is_tensor(beam_size) and num_results > beam_size:
-        raise ValueError(
-            f"num_results must be <= beam_size={beam_size}, got {num_results}."
-        )
+    check_beams(beam_size, num_results)
     if extra_length < 0:
         raise ValueError(f"extra_length must be >= 0, got {extra_length!r}.")
     check_positive_int("max_length", max_length)
