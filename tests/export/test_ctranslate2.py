@@ -31,7 +31,7 @@ from keras_transformer.export.ctranslate2_model import import_ctranslate2
 from keras_transformer.export.streaming import translate_lines
 from keras_transformer.recipe.run_directory import RunDirectory
 from keras_transformer.special_ids import START_ID
-from tests.export.conftest import (
+from tests.fixtures.reversal import (
     LETTERS,
     MAX_LENGTH,
     reversal_pairs,

@@ -21,7 +21,7 @@ from keras_transformer.export.streaming import (
     _saved_model_limit,
     translate_lines,
 )
-from tests.export.conftest import LETTERS, MAX_LENGTH
+from tests.fixtures.reversal import LETTERS, MAX_LENGTH
 
 LIMIT = MAX_LENGTH - 1
 

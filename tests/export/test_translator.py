@@ -10,7 +10,7 @@ from keras_transformer.decoding import decode
 from keras_transformer.decoding_defaults import MAX_LENGTH as MAX_LENGTH_DEFAULT
 from keras_transformer.export import Translator, export_translator
 from keras_transformer.special_ids import END_ID
-from tests.export.conftest import LETTERS, MAX_LENGTH, reversal_pairs
+from tests.fixtures.reversal import LETTERS, MAX_LENGTH, reversal_pairs
 
 pytestmark = pytest.mark.slow
 
