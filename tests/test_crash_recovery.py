@@ -1,8 +1,8 @@
-"""The training command, killed with SIGKILL in five phases, always recovers.
+"""The training command, killed with SIGKILL in three phases, always recovers.
 
-`benchmarks/crash_test.py --quick` kills one tiny run once in each of five
-phases in turn (corpus scan, vocabulary, a checkpoint being written, test
-scoring, export), rerunning the same command after each kill, then lets it
+`benchmarks/crash_test.py --quick` kills one tiny run once in each of the
+three phases that leave a file the next run reads (vocabulary, a checkpoint
+being written, export), rerunning the same command after each kill, then lets it
 finish and checks its run folder (see the script's docstring). Every rerun
 must resume at the newest complete checkpoint, the finished run must count
 every planned step, and no file may be corrupt or left half-written. The
@@ -21,7 +21,7 @@ from tests.test_benchmarks import BENCHMARKS
 
 @pytest.mark.slow
 @pytest.mark.longest
-def test_five_kills_in_five_phases_all_recover(tmp_path):
+def test_a_kill_in_each_of_three_phases_recovers(tmp_path):
     process = subprocess.run(
         [
             sys.executable,
@@ -43,6 +43,6 @@ def test_five_kills_in_five_phases_all_recover(tmp_path):
     assert result["recoveries"] == result["chains"] == 1
     # A write too short to be seen is missed, never hit in another phase.
     assert result["kills"] + result["missed_targets"] == len(QUICK_TARGETS)
-    assert result["kills"] >= 3
+    assert result["kills"] >= 2  # a checkpoint write may be too short to hit
     assert set(result["phases_hit"]) <= set(QUICK_TARGETS)
     assert result["export_versions_per_run"] == [1]
