@@ -6,10 +6,19 @@ inside; `decode` runs them with a `keras_transformer.Transformer`, or lets
 a keras-hub sampler choose the tokens (`hub_sampling`). They run on every
 Keras backend (TensorFlow, JAX, PyTorch); `growing_cache` is the one
 TensorFlow-only piece, the caches that `decode` grows there (measured
-faster than the fixed buffers it is tested against).
+faster than the fixed buffers it is tested against). `controls` adjust each
+step's logits (a repetition penalty, banned n-grams, a minimum length,
+suppressed sequences) for every loop.
 """
 
 from keras_transformer.decoding.beam_search import beam_search
+from keras_transformer.decoding.controls import (
+    MinLength,
+    NoRepeatNgram,
+    RepetitionPenalty,
+    StepControl,
+    SuppressSequences,
+)
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.model_decoding import (
     decode,
@@ -19,6 +28,11 @@ from keras_transformer.decoding.model_decoding import (
 from keras_transformer.scorings import length_penalty
 
 __all__ = [
+    "MinLength",
+    "NoRepeatNgram",
+    "RepetitionPenalty",
+    "StepControl",
+    "SuppressSequences",
     "beam_search",
     "decode",
     "greedy_decode",

@@ -10,6 +10,7 @@ import keras
 from keras import ops
 
 from keras_transformer.decoding.beam_search import beam_search
+from keras_transformer.decoding.controls import initial_states, with_controls
 from keras_transformer.decoding.greedy import greedy_decode, log_probabilities
 from keras_transformer.decoding.hub_sampling import sample
 from keras_transformer.decoding.loops import (
@@ -148,6 +149,7 @@ def decode(
     sampler=None,
     scoring=SCORING,
     fixed_cache=False,
+    controls=(),
 ):
     """Decodes `encoder_inputs` with `model`: beam search, greedy if
     `beam_size` is 1.
@@ -197,13 +199,18 @@ def decode(
             shapes, and on backends other than TensorFlow). Slower without
             XLA: each step copies every buffer (docs/experiments.md,
             "Caches that grow").
+        controls: `decoding.controls.StepControl`s that adjust each
+            step's logits before the choice, in order (a repetition
+            penalty, banned n-grams, a minimum length, suppressed
+            sequences); greedy, beam search and samplers all consult them.
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
         (B, num_results, L), the generated tokens without the start token
         (end token included, then padding 0), best first, and float32
-        (B, num_results). Greedy scores are sums of log-probabilities; beam
-        scores are divided by the length penalty ((5 + n) / 6) ** alpha
+        (B, num_results). Greedy scores are sums of log-probabilities (of
+        the distribution the `controls` adjusted, if any); beam scores are
+        divided by the length penalty ((5 + n) / 6) ** alpha
         (n ** alpha with `scoring="transformers"`).
 
     Example:
@@ -243,6 +250,18 @@ def decode(
         rows_per_item=_rows_per_item(beam_size, sampler),
     )
     state = model.init_cache(batch_size, None if grow else length)
+    cache_shapes = None
+    if grow:  # (B, h, L, d) caches whose L changes
+        from keras_transformer.decoding.growing_cache import growing_cache_shapes
+
+        cache_shapes = growing_cache_shapes(state)
+    if controls:  # their states ride in the cache, which beams reorder
+        next_fn = with_controls(next_fn, controls)
+        control_states = initial_states(controls, batch_size)
+        state = (state, control_states)
+        if grow:
+            fixed = keras.tree.map_structure(lambda x: x.shape, control_states)
+            cache_shapes = (cache_shapes, fixed)
     arguments = dict(
         next_fn=next_fn,
         start_ids=ops.full((batch_size,), start_id, "int32"),
@@ -257,10 +276,8 @@ def decode(
             model, ids, encoder_outputs, encoder_padding_mask, start_id
         )  # (B, L)
         return ids[:, None], ops.sum(log_probs, axis=1)[:, None]
-    if grow:  # (B, h, L, d) caches whose L changes
-        from keras_transformer.decoding.growing_cache import growing_cache_shapes
-
-        arguments["cache_shapes"] = growing_cache_shapes(state)
+    if grow:
+        arguments["cache_shapes"] = cache_shapes
     if is_greedy(beam_size):
         ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
         return ids[:, None], scores[:, None]

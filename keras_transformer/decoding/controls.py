@@ -1,0 +1,301 @@
+"""Controls that every decoding step consults between the logits and the choice.
+
+A control is a small object, in the spirit of `keras_transformer.scorings`.
+`initial_state(batch_size)` gives its per-item state: a nest of tensors
+with the batch on axis 0 (its per-row settings, and whatever it tracks).
+`adjust(logits, ids, index, state)` changes a step's float32 logits
+(B', V) before greedy decoding, beam search or a sampler chooses from
+them, and returns the state for the next step.
+
+`with_controls` wraps a step function so that the states ride in its
+cache: beam search tiles and reorders them with the beams as it does the
+cache, a keras-hub `BeamSampler` likewise, and greedy decoding carries
+them. Controls compose, applied in order. With none, the step function is
+returned unchanged: nothing extra is traced.
+
+Like CTranslate2's and Hugging Face's logits processors, they act on the
+logits before the log-softmax; a token a control rules out gets the logit
+-inf. Written in `keras.ops`: they run on every Keras backend, and under
+`tf.function`, XLA and `jax.jit` (fixed shapes, no Python state per
+hypothesis).
+"""
+
+import numpy as np
+from keras import ops
+
+from keras_transformer.special_ids import END_ID
+
+BANNED = -float("inf")  # the logit of a token a control rules out
+
+
+class StepControl:
+    """A control of each decoding step's logits; see the module docstring.
+
+    Subclasses define `adjust`, and `initial_state` when they keep state.
+    """
+
+    def initial_state(self, batch_size):
+        """The per-item state: a nest of tensors, each (B, ...)."""
+        return ()
+
+    def adjust(self, logits, ids, index, state):
+        """`(logits, state)` for the step that feeds `ids[:, index]`.
+
+        Args:
+            logits: float32 (B', V), the scores of the token after `index`.
+            ids: int32 (B', L + 1), each row's tokens: the start token in
+                column 0 and the generated ones in columns 1..`index`
+                (later columns hold padding).
+            index: scalar int32, the position just fed; the token chosen
+                from these logits is generated token number `index + 1`.
+            state: this control's state, each leaf (B', ...) (B' = B * K
+                under beam search, the rows of beam k of item b at
+                b * K + k).
+        """
+        raise NotImplementedError
+
+
+def with_controls(next_fn, controls):
+    """`next_fn` whose logits the `controls` adjust, in order.
+
+    The wrapped step function's cache is `(cache, states)`, `states` one
+    per control (`initial_states`).
+
+    Args:
+        next_fn: `next_fn(ids, cache, index) -> (logits, cache)`.
+        controls: a sequence of `StepControl`s; empty returns `next_fn`.
+
+    Example:
+
+    >>> def next_fn(ids, cache, index):
+    ...     return ops.zeros((ops.shape(ids)[0], 4)), cache
+    >>> controlled = with_controls(next_fn, [SuppressSequences([[3]])])
+    >>> states = initial_states([SuppressSequences([[3]])], 1)
+    >>> logits, _ = controlled(np.ones((1, 3), "int32"), ((), states), 0)
+    >>> ops.convert_to_numpy(logits)
+    array([[  0.,   0.,   0., -inf]], dtype=float32)
+    """
+    controls = tuple(controls)
+    if not controls:
+        return next_fn
+
+    def controlled(ids, cache, index):
+        cache, states = cache
+        logits, cache = next_fn(ids, cache, index)  # (B', V)
+        logits = ops.cast(logits, "float32")
+        new_states = []
+        for control, state in zip(controls, states, strict=True):
+            logits, state = control.adjust(logits, ids, index, state)
+            new_states.append(state)
+        return logits, (cache, tuple(new_states))
+
+    return controlled
+
+
+def initial_states(controls, batch_size):
+    """The states of `controls` for a batch of `batch_size` items, a tuple."""
+    return tuple(control.initial_state(batch_size) for control in controls)
+
+
+def per_item(value, batch_size, dtype):
+    """`value`, one number for all items or one per item, as (B,) `dtype`."""
+    return ops.broadcast_to(ops.cast(value, dtype), (batch_size,))
+
+
+def ban(logits, rows_tokens, banned):
+    """`logits` (B', V) with -inf at each (row, token) of `rows_tokens`
+    (N, 2) where `banned` (N,) is true (duplicates allowed)."""
+    hits = ops.scatter(rows_tokens, ops.cast(banned, "float32"), ops.shape(logits))
+    return ops.where(hits > 0, BANNED, logits)
+
+
+def row_token_pairs(tokens):
+    """The (row, token) index pairs of int32 `tokens` (B', N): (B' * N, 2)."""
+    rows, count = ops.shape(tokens)[0], ops.shape(tokens)[1]
+    row_ids = ops.repeat(ops.arange(rows, dtype="int32"), count)  # (B' * N,)
+    return ops.stack([row_ids, ops.reshape(tokens, (-1,))], axis=1)
+
+
+def generated_columns(ids, index):
+    """bool (L + 1,): the buffer columns of generated tokens, 1..`index`."""
+    columns = ops.arange(ops.shape(ids)[1], dtype="int32")
+    return (columns >= 1) & (columns <= index)
+
+
+class RepetitionPenalty(StepControl):
+    """CTRL's repetition penalty (Keskar et al., 2019), as CTranslate2 and
+    Hugging Face define it: the logit of every token already generated is
+    divided by `penalty` where positive, multiplied where negative.
+
+    Args:
+        penalty: > 0, one for all items or one per item (B,); 1 changes
+            nothing, > 1 discourages repeats.
+
+    Example:
+
+    >>> ids = np.array([[1, 5, 0]], "int32")  # start, then 5
+    >>> logits = np.array([[0., 0., 0., 0., 0., 2., -2.]], "float32")
+    >>> control = RepetitionPenalty(2.0)
+    >>> adjusted, _ = control.adjust(logits, ids, 1, control.initial_state(1))
+    >>> ops.convert_to_numpy(adjusted)[0, 5:]
+    array([ 1., -2.], dtype=float32)
+    """
+
+    def __init__(self, penalty):
+        if not ops.is_tensor(penalty) and not (ops.convert_to_numpy(penalty) > 0).all():
+            raise ValueError(f"penalty must be > 0, got {penalty!r}.")
+        self.penalty = penalty
+
+    def initial_state(self, batch_size):
+        return per_item(self.penalty, batch_size, "float32")  # (B,)
+
+    def adjust(self, logits, ids, index, state):
+        pairs = row_token_pairs(ids)  # (B' * (L + 1), 2)
+        generated = ops.broadcast_to(generated_columns(ids, index), ops.shape(ids))
+        hits = ops.scatter(
+            pairs, ops.cast(ops.reshape(generated, (-1,)), "float32"), ops.shape(logits)
+        )  # (B', V)
+        penalty = state[:, None]  # (B', 1)
+        penalized = ops.where(
+            logits < 0, ops.multiply(logits, penalty), ops.divide(logits, penalty)
+        )
+        return ops.where(hits > 0, penalized, logits), state
+
+
+class NoRepeatNgram(StepControl):
+    """No n-gram of `size` tokens occurs twice among the generated tokens.
+
+    A token is ruled out when, with the last `size - 1` generated tokens
+    before it, it would repeat an n-gram already generated.
+
+    Args:
+        size: n, a positive int (1 rules out every token already generated).
+
+    Example:
+
+    >>> ids = np.array([[1, 5, 6, 5, 0]], "int32")  # 5 6 5: 6 would repeat 5 6
+    >>> logits, _ = NoRepeatNgram(2).adjust(np.zeros((1, 8)), ids, 3, ())
+    >>> np.flatnonzero(ops.convert_to_numpy(logits)[0] == -np.inf)
+    array([6])
+    """
+
+    def __init__(self, size):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive int, got {size!r}.")
+        self.size = size
+
+    def adjust(self, logits, ids, index, state):
+        length = ops.shape(ids)[1]
+        starts = ops.arange(length, dtype="int32")  # (L + 1,): j, an n-gram's start
+        n = self.size
+        # The n-gram at j is ids[j : j + n]; it counts when generated whole
+        # (1 <= j, j + n - 1 <= index) and its first n - 1 tokens are the last
+        # n - 1 generated, ids[index - n + 2 : index + 1].
+        matches = (starts >= 1) & (starts + n - 1 <= index)  # (L + 1,)
+        matches = ops.broadcast_to(matches, ops.shape(ids))  # (B', L + 1)
+        for offset in range(n - 1):
+            earlier = ops.take(ids, ops.minimum(starts + offset, length - 1), axis=1)
+            last = ops.take(ids, ops.maximum(index - n + 2 + offset, 0), axis=1)
+            matches = matches & (earlier == last[:, None])
+        followers = ops.take(ids, ops.minimum(starts + n - 1, length - 1), axis=1)
+        logits = ban(logits, row_token_pairs(followers), ops.reshape(matches, (-1,)))
+        return logits, state
+
+
+class MinLength(StepControl):
+    """The end token is ruled out until `length` tokens have been generated.
+
+    A length limit wins: a row that reaches its limit ends there (beam
+    search with the "transformers" scoring forces the end token at it).
+
+    Args:
+        length: tokens before the end token, >= 0; one for all items or one
+            per item (B,).
+        end_id: the end-of-sequence token.
+
+    Example:
+
+    >>> control = MinLength(2)
+    >>> logits, _ = control.adjust(np.zeros((1, 4), "float32"),
+    ...     np.ones((1, 5), "int32"), 1, control.initial_state(1))
+    >>> ops.convert_to_numpy(logits)  # 1 token so far: no end (2) yet
+    array([[  0.,   0., -inf,   0.]], dtype=float32)
+    """
+
+    def __init__(self, length, end_id=END_ID):
+        if not ops.is_tensor(length) and (ops.convert_to_numpy(length) < 0).any():
+            raise ValueError(f"length must be >= 0, got {length!r}.")
+        self.length = length
+        self.end_id = end_id
+
+    def initial_state(self, batch_size):
+        return per_item(self.length, batch_size, "int32")  # (B,)
+
+    def adjust(self, logits, ids, index, state):
+        vocab = ops.arange(ops.shape(logits)[-1], dtype="int32")  # (V,)
+        too_short = (index < state)[:, None] & (vocab == self.end_id)[None]
+        return ops.where(too_short, BANNED, logits), state
+
+
+class SuppressSequences(StepControl):
+    """Token sequences that are never generated: the last token of each is
+    ruled out where the tokens generated before it are the rest of it (a
+    sequence of one token is ruled out everywhere, e.g. the unknown token).
+
+    Args:
+        sequences: the sequences for every item, a list of lists of token
+            ids; or, one set per item, an int array (B, N, M) of N
+            sequences each, right-aligned with -1 before (a sequence of -1
+            only is none).
+
+    Example:
+
+    >>> control = SuppressSequences([[3], [5, 6]])
+    >>> ids = np.array([[1, 5, 0]], "int32")  # 5 was just generated
+    >>> logits, _ = control.adjust(np.zeros((1, 8)), ids, 1, control.initial_state(1))
+    >>> np.flatnonzero(ops.convert_to_numpy(logits)[0] == -np.inf)
+    array([3, 6])
+    """
+
+    def __init__(self, sequences):
+        if not ops.is_tensor(sequences) and not hasattr(sequences, "ndim"):
+            sequences = padded_sequences(sequences)  # (N, M)
+        self.sequences = sequences
+
+    def initial_state(self, batch_size):
+        sequences = ops.cast(self.sequences, "int32")
+        if len(sequences.shape) == 2:  # (N, M), the same for every item
+            sequences = ops.broadcast_to(sequences, (batch_size, *sequences.shape))
+        return sequences  # (B, N, M)
+
+    def adjust(self, logits, ids, index, state):
+        width = state.shape[-1]  # M, static
+        matches = state[:, :, -1] >= 0  # (B', N)
+        for offset in range(width - 1):
+            column = index - width + 2 + offset  # of the generated token it needs
+            token = ops.take(ids, ops.maximum(column, 0), axis=1)  # (B',)
+            token = ops.where(column >= 1, token, -2)  # no token there: no match
+            wanted = state[:, :, offset]  # (B', N)
+            matches = matches & ((wanted == -1) | (wanted == token[:, None]))
+        last = ops.maximum(state[:, :, -1], 0)  # (B', N)
+        logits = ban(logits, row_token_pairs(last), ops.reshape(matches, (-1,)))
+        return logits, state
+
+
+def padded_sequences(sequences):
+    """Token sequences as an int32 array (N, M), right-aligned with -1 before.
+
+    Example:
+
+    >>> padded_sequences([[3], [5, 6]])
+    array([[-1,  3],
+           [ 5,  6]], dtype=int32)
+    """
+    sequences = [[int(token) for token in sequence] for sequence in sequences]
+    if any(not sequence for sequence in sequences):
+        raise ValueError("A suppressed sequence is empty.")
+    if any(token < 0 for sequence in sequences for token in sequence):
+        raise ValueError(f"Token ids must be >= 0, got {sequences!r}.")
+    width = max((len(sequence) for sequence in sequences), default=1)
+    rows = [[-1] * (width - len(sequence)) + sequence for sequence in sequences]
+    return np.array(rows, "int32").reshape(len(rows), width)
