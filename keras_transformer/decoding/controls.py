@@ -102,11 +102,17 @@ def per_item(value, batch_size, dtype):
     return ops.broadcast_to(ops.cast(value, dtype), (batch_size,))
 
 
+def marked(logits, rows_tokens, flags):
+    """bool like `logits` (B', V): true at each (row, token) of `rows_tokens`
+    (N, 2) whose flag in `flags` (N,) is true (duplicates allowed)."""
+    hits = ops.scatter(rows_tokens, ops.cast(flags, "float32"), ops.shape(logits))
+    return hits > 0
+
+
 def ban(logits, rows_tokens, banned):
     """`logits` (B', V) with -inf at each (row, token) of `rows_tokens`
-    (N, 2) where `banned` (N,) is true (duplicates allowed)."""
-    hits = ops.scatter(rows_tokens, ops.cast(banned, "float32"), ops.shape(logits))
-    return ops.where(hits > 0, BANNED, logits)
+    (N, 2) where `banned` (N,) is true."""
+    return ops.where(marked(logits, rows_tokens, banned), BANNED, logits)
 
 
 def row_token_pairs(tokens):
@@ -150,16 +156,15 @@ class RepetitionPenalty(StepControl):
         return per_item(self.penalty, batch_size, "float32")  # (B,)
 
     def adjust(self, logits, ids, index, state):
-        pairs = row_token_pairs(ids)  # (B' * (L + 1), 2)
         generated = ops.broadcast_to(generated_columns(ids, index), ops.shape(ids))
-        hits = ops.scatter(
-            pairs, ops.cast(ops.reshape(generated, (-1,)), "float32"), ops.shape(logits)
+        seen = marked(
+            logits, row_token_pairs(ids), ops.reshape(generated, (-1,))
         )  # (B', V)
         penalty = state[:, None]  # (B', 1)
         penalized = ops.where(
             logits < 0, ops.multiply(logits, penalty), ops.divide(logits, penalty)
         )
-        return ops.where(hits > 0, penalized, logits), state
+        return ops.where(seen, penalized, logits), state
 
 
 class NoRepeatNgram(StepControl):
