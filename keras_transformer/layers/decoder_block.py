@@ -8,7 +8,7 @@ from keras import ops
 from keras_transformer.layers.attention_cache import updated_cache_shape
 from keras_transformer.layers.block import TransformerBlock
 from keras_transformer.layers.output_specs import symbolic_outputs
-from keras_transformer.layers.position_wise import static_length
+from keras_transformer.layers.shapes import static_length
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")

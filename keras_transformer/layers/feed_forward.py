@@ -1,10 +1,6 @@
 """The position-wise feed-forward network."""
 
-import functools
-
 import keras
-
-from keras_transformer.layers.position_wise import apply_to_positions
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -63,9 +59,9 @@ class FeedForward(keras.layers.Layer):
         self.output_dense = None  # width known in build()
 
     def build(self, inputs_shape):
-        self.inner_dense.build((None, inputs_shape[-1]))  # rows of positions
+        self.inner_dense.build(inputs_shape)
         self.output_dense = self._dense(inputs_shape[-1], None, "output")
-        self.output_dense.build((None, self.d_ff))
+        self.output_dense.build((*inputs_shape[:-1], self.d_ff))
         self.built = True
 
     def _dense(self, units, activation, name):
@@ -79,17 +75,12 @@ class FeedForward(keras.layers.Layer):
         )
 
     def call(self, inputs, training=None):
-        return apply_to_positions(
-            functools.partial(self._network, training=training), inputs
-        )  # (B, T, D)
+        hidden = self.inner_dense(inputs)  # (B, T, d_ff)
+        hidden = self.dropout_layer(hidden, training=training)
+        return self.output_dense(hidden)  # (B, T, D)
 
     def compute_output_shape(self, inputs_shape):
         return tuple(inputs_shape)  # (B, T, D)
-
-    def _network(self, rows, training):
-        hidden = self.inner_dense(rows)  # (N, d_ff)
-        hidden = self.dropout_layer(hidden, training=training)
-        return self.output_dense(hidden)  # (N, D)
 
     def get_config(self):
         config = super().get_config()

@@ -13,7 +13,7 @@ from keras_transformer.layers.attention_cache import (
 )
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 from keras_transformer.layers.output_specs import symbolic_outputs
-from keras_transformer.layers.position_wise import apply_to_positions, static_length
+from keras_transformer.layers.shapes import static_length
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -163,15 +163,15 @@ class MultiHeadAttention(keras.layers.Layer):
                 "key and value share the key_value projection, so they need "
                 f"the same width; got key {key_shape} and value {value_shape}."
             )
-        self.query_dense.build((None, query_shape[-1]))  # rows of positions
-        self.key_value_dense.build((None, value_shape[-1]))
+        self.query_dense.build(query_shape)
+        self.key_value_dense.build(value_shape)
         self.output_dense = self._dense(self.output_dim or query_shape[-1], "output")
-        self.output_dense.build((None, self.num_heads * self.value_dim))
+        self.output_dense.build((*query_shape[:-1], self.num_heads * self.value_dim))
         self.built = True
 
     def _heads(self, dense, x, head_dim):
         """`dense` applied to (B, T, D), split into heads: (B, T, h, head_dim)."""
-        projected = apply_to_positions(dense, x)  # (B, T, h * head_dim)
+        projected = dense(x)  # (B, T, h * head_dim)
         return ops.reshape(projected, (-1, static_length(x), self.num_heads, head_dim))
 
     def empty_cache(self, batch_size, length=0):
@@ -253,7 +253,7 @@ class MultiHeadAttention(keras.layers.Layer):
         context, probabilities = self._attend(
             queries, keys_values, mask, training
         )  # (B, T, h * V), (B, h, T, L)
-        outputs = apply_to_positions(self.output_dense, context)  # (B, T, D_out)
+        outputs = self.output_dense(context)  # (B, T, D_out)
         if cache is not None:
             return outputs, keys_values
         if return_attention_scores:

@@ -1,13 +1,11 @@
 """Scaled token embedding plus the sinusoidal position encoding."""
 
-import functools
 import math
 
 import keras
 from keras import ops
 
 from keras_transformer.layers.masks import padding_mask_from_ids
-from keras_transformer.layers.position_wise import apply_to_positions
 from keras_transformer.layers.sinusoidal_position_encoding import (
     SINUSOID_LAYOUTS,
     SinusoidalPositionEncoding,
@@ -136,9 +134,7 @@ class PositionalEmbedding(keras.layers.Layer):
 
     def call(self, inputs, start_index=0, reverse=False, training=None):
         if reverse:
-            logits = apply_to_positions(
-                functools.partial(self.token_embedding, reverse=True), inputs
-            )  # (B, T, V)
+            logits = self.token_embedding(inputs, reverse=True)  # (B, T, V)
             logits = ops.cast(logits, "float32")
             if self.bias is not None:
                 logits = logits + ops.cast(self.bias, "float32")
