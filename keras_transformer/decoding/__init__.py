@@ -8,7 +8,8 @@ Keras backend (TensorFlow, JAX, PyTorch); `growing_cache` is the one
 TensorFlow-only piece, the caches that `decode` grows there (measured
 faster than the fixed buffers it is tested against). `controls` adjust each
 step's logits (a repetition penalty, banned n-grams, a minimum length,
-suppressed sequences) for every loop.
+suppressed sequences) for every loop; `decode(prefix=...)` makes each
+output begin with given tokens (`prefix`). `forced` scores given targets.
 """
 
 from keras_transformer.decoding.beam_search import beam_search
@@ -19,12 +20,9 @@ from keras_transformer.decoding.controls import (
     StepControl,
     SuppressSequences,
 )
+from keras_transformer.decoding.forced import token_log_probabilities
 from keras_transformer.decoding.greedy import greedy_decode
-from keras_transformer.decoding.model_decoding import (
-    decode,
-    make_next_fn,
-    token_log_probabilities,
-)
+from keras_transformer.decoding.model_decoding import decode, make_next_fn
 from keras_transformer.scorings import length_penalty
 
 __all__ = [

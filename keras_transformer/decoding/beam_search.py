@@ -19,7 +19,9 @@ from keras_transformer.decoding.greedy import log_probabilities
 from keras_transformer.decoding.loops import (
     check_beams,
     check_positive_int,
+    given_tokens,
     sequence_limits,
+    start_buffer,
     take_per_row,
     while_loop,
     write_column,
@@ -109,6 +111,15 @@ def _force_end(log_probs, at_limit, end_id):
     return ops.where(at_limit[:, None, None], forced, log_probs)  # (B, K, V)
 
 
+def _only_given(log_probs, given, pad_id):
+    """`log_probs` (B, K, V) with every token but the given one ruled out
+    in the beams whose next token is given (`given` (B, K), not `pad_id`)."""
+    vocab = ops.arange(ops.shape(log_probs)[-1], dtype="int32")  # (V,)
+    given = given[:, :, None]  # (B, K, 1)
+    others = (vocab != given) & (given != pad_id)  # (B, K, V)
+    return ops.where(others, NO_HYPOTHESIS, log_probs)
+
+
 def _keep_best(scores, ids, count):
     """The `count` best of `scores` (B, N) and their ids (B, N, L + 1)."""
     best_scores, picks = ops.top_k(scores, k=count)  # (B, count)
@@ -129,6 +140,8 @@ def beam_search(
     max_lengths=None,
     scoring=decoding_defaults.SCORING,
     cache_shapes=None,
+    start_index=0,
+    start_scores=None,
 ):
     """Beam search with the GNMT length penalty over a step function.
 
@@ -144,7 +157,9 @@ def beam_search(
     Keras backend, traces once in a `tf.function` and compiles with XLA,
     `jit_compile=True` or `jax.jit`) and stops once, for every item, no alive beam can
     beat the worst kept finished hypothesis. Items are independent, so a
-    batch decodes exactly as its items would alone.
+    batch decodes exactly as its items would alone. Tokens given in
+    `start_ids` (a prefix) are the only candidates at their positions, with
+    their log-probabilities, and count in the hypotheses' lengths.
 
     Args:
         next_fn: `next_fn(ids, cache, index) -> (logits, cache)` with
@@ -153,7 +168,8 @@ def beam_search(
             token) and `index` a scalar int32 tensor: it feeds
             `ids[:, index]` at position `index` and returns float logits
             (B * K, V) for position `index + 1` and the updated cache.
-        start_ids: int (B,), the first token of every sequence.
+        start_ids: int (B,), the first token of every sequence, or
+            (B, 1 + P) with a prefix of given tokens, as for `greedy_decode`.
         cache: any nest of tensors with the batch on axis 0; it is tiled to
             B * K rows and reordered with gathers on axis 0, never looked
             inside. Tensors fixed per item (encoder outputs, cross-attention
@@ -177,6 +193,9 @@ def beam_search(
         cache_shapes: TensorFlow only, for a cache whose shapes change
             from step to step, as in `greedy_decode` (axis 0, the rows, is
             beam search's own).
+        start_index, start_scores: a cache that already holds the given
+            columns before `start_index`, and their log-probabilities
+            (B,), as for `greedy_decode`.
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated
@@ -207,16 +226,20 @@ def beam_search(
     scoring = get_scoring(scoring)
     slots = scoring.finished_slots(num_results, beam_size)
 
-    start_ids = ops.cast(start_ids, "int32")  # (B,)
-    batch_size = ops.shape(start_ids)[0]
+    start_ids = ops.cast(start_ids, "int32")
+    prefixed = len(start_ids.shape) == 2  # a prefix is given
+    buffer_length = max_length + 1
+    start = start_buffer(start_ids, buffer_length, pad_id)  # (B, L + 1)
+    batch_size = ops.shape(start)[0]
     limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
     float_limits = ops.cast(limits, "float32")  # (B,)
-    buffer_length = max_length + 1
-    alive_ids = ops.full((batch_size, beam_size, buffer_length), pad_id, "int32")
-    alive_ids = write_column(alive_ids, 0, start_ids[:, None])  # (B, K, L + 1)
+    alive_ids = ops.repeat(start[:, None], beam_size, axis=1)  # (B, K, L + 1)
     # Only beam 0 is live at first, so the first step does not pick K copies.
     first_beam = ops.where(ops.arange(beam_size) == 0, 0.0, NO_HYPOTHESIS)  # (K,)
-    alive_log_probs = ops.zeros((batch_size, 1), "float32") + first_beam  # (B, K)
+    if start_scores is None:
+        start_scores = ops.zeros((batch_size,), "float32")
+    start_scores = ops.cast(start_scores, "float32")[:, None]  # (B, 1)
+    alive_log_probs = start_scores + first_beam  # (B, K)
     finished_ids = ops.full((batch_size, slots, buffer_length), pad_id, "int32")
     finished_scores = ops.full((batch_size, slots), NO_HYPOTHESIS, "float32")
     done = ops.zeros((batch_size,), "bool")  # (B,)
@@ -232,6 +255,9 @@ def beam_search(
         log_probs = ops.reshape(log_probs, (batch_size, beam_size, -1))  # (B, K, V)
         if scoring.forces_end_at_limit:
             log_probs = _force_end(log_probs, index + 1 >= limits, end_id)
+        if prefixed:
+            given = given_tokens(alive_ids, index)  # (B, K)
+            log_probs = _only_given(log_probs, given, pad_id)
         ids, tokens, log_p, beams = _top_candidates(
             alive_ids, alive_log_probs, log_probs, index, 2 * beam_size
         )  # (B, 2K, L + 1), then (B, 2K) each
@@ -276,7 +302,7 @@ def beam_search(
         return ops.logical_not(ops.all(state[-1]))
 
     loop_vars = (
-        ops.zeros((), "int32"),
+        ops.convert_to_tensor(start_index, "int32"),
         alive_ids,
         alive_log_probs,
         tile_beams(cache, beam_size),
@@ -285,6 +311,6 @@ def beam_search(
         done,
     )
     *_, finished_ids, finished_scores, _ = while_loop(
-        not_done, step, loop_vars, max_length, 3, cache_shapes
+        not_done, step, loop_vars, max_length - start_index, 3, cache_shapes
     )
     return finished_ids[:, :num_results, 1:], finished_scores[:, :num_results]

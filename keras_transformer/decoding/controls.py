@@ -11,7 +11,8 @@ them, and returns the state for the next step.
 cache: beam search tiles and reorders them with the beams as it does the
 cache, a keras-hub `BeamSampler` likewise, and greedy decoding carries
 them. Controls compose, applied in order. With none, the step function is
-returned unchanged: nothing extra is traced.
+returned unchanged: nothing extra is traced. They never act on a token
+given in a prefix: those steps keep the model's logits.
 
 Like CTranslate2's and Hugging Face's logits processors, they act on the
 logits before the log-softmax; a token a control rules out gets the logit
@@ -23,7 +24,8 @@ hypothesis).
 import numpy as np
 from keras import ops
 
-from keras_transformer.special_ids import END_ID
+from keras_transformer.decoding.loops import given_tokens
+from keras_transformer.special_ids import END_ID, PAD_ID
 
 BANNED = -float("inf")  # the logit of a token a control rules out
 
@@ -45,7 +47,7 @@ class StepControl:
             logits: float32 (B', V), the scores of the token after `index`.
             ids: int32 (B', L + 1), each row's tokens: the start token in
                 column 0 and the generated ones in columns 1..`index`
-                (later columns hold padding).
+                (later columns hold padding, or the rest of a prefix).
             index: scalar int32, the position just fed; the token chosen
                 from these logits is generated token number `index + 1`.
             state: this control's state, each leaf (B', ...) (B' = B * K
@@ -71,7 +73,8 @@ def with_controls(next_fn, controls):
     ...     return ops.zeros((ops.shape(ids)[0], 4)), cache
     >>> controlled = with_controls(next_fn, [SuppressSequences([[3]])])
     >>> states = initial_states([SuppressSequences([[3]])], 1)
-    >>> logits, _ = controlled(np.ones((1, 3), "int32"), ((), states), 0)
+    >>> ids = np.array([[1, 0, 0]], "int32")  # the start token, then none given
+    >>> logits, _ = controlled(ids, ((), states), 0)
     >>> ops.convert_to_numpy(logits)
     array([[  0.,   0.,   0., -inf]], dtype=float32)
     """
@@ -82,11 +85,13 @@ def with_controls(next_fn, controls):
     def controlled(ids, cache, index):
         cache, states = cache
         logits, cache = next_fn(ids, cache, index)  # (B', V)
-        logits = ops.cast(logits, "float32")
-        new_states = []
+        model_logits = ops.cast(logits, "float32")
+        logits, new_states = model_logits, []
         for control, state in zip(controls, states, strict=True):
             logits, state = control.adjust(logits, ids, index, state)
             new_states.append(state)
+        is_given = given_tokens(ids, index) != PAD_ID  # (B',): a prefix's token
+        logits = ops.where(is_given[:, None], model_logits, logits)
         return logits, (cache, tuple(new_states))
 
     return controlled

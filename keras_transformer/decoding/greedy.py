@@ -9,7 +9,9 @@ from keras import ops
 
 from keras_transformer.decoding.loops import (
     check_positive_int,
+    given_tokens,
     sequence_limits,
+    start_buffer,
     take_per_row,
     while_loop,
     write_column,
@@ -54,6 +56,8 @@ def greedy_decode(
     max_lengths=None,
     choose=most_likely,
     cache_shapes=None,
+    start_index=0,
+    start_scores=None,
 ):
     """Greedy decoding: the most likely token (or `choose`'s) at every step.
 
@@ -63,7 +67,8 @@ def greedy_decode(
     emits `pad_id`, and the loop stops as soon as every sequence has ended.
     A sequence that reaches its limit in `max_lengths` is ended there
     (without an end token), so a batch decodes exactly as its items would
-    alone.
+    alone. Tokens given in `start_ids` (a prefix) are taken as they are,
+    with their log-probabilities.
 
     Args:
         next_fn: `next_fn(ids, cache, index) -> (logits, cache)`. `ids` is
@@ -71,7 +76,9 @@ def greedy_decode(
             start tokens, and `index` a scalar int32 tensor: `next_fn` feeds
             `ids[:, index]` at position `index` and returns float logits
             (B, V) for position `index + 1` and the updated cache.
-        start_ids: int (B,), the first token of every sequence.
+        start_ids: int (B,), the first token of every sequence; or
+            (B, 1 + P), the first token and then each row's prefix of given
+            tokens, right-padded with `pad_id`, that the output begins with.
         cache: any nest of tensors, passed to `next_fn` and never looked
             inside.
         max_length: the most tokens to generate (an int, or a scalar tensor
@@ -88,6 +95,11 @@ def greedy_decode(
             `cache` with None for the sizes that change (axis 0 is the
             rows, kept); by default every leaf keeps the shape it starts
             with, as XLA needs (see `growing_cache`).
+        start_index: the column of `start_ids` the first step feeds, for a
+            `cache` already holding the positions before it (given in every
+            row), e.g. from one teacher-forced pass over a prefix.
+        start_scores: float (B,), the log-probabilities of those columns
+            1..`start_index` (zeros by default).
 
     Returns:
         `(ids, scores)`: int32 (B, max_length), the generated tokens without
@@ -109,15 +121,19 @@ def greedy_decode(
     array([-0.8675], dtype=float32)
     """
     check_positive_int("max_length", max_length)
-    start_ids = ops.cast(start_ids, "int32")  # (B,)
-    batch_size = ops.shape(start_ids)[0]
+    start_ids = ops.cast(start_ids, "int32")
+    prefixed = len(start_ids.shape) == 2  # a prefix is given
+    ids = start_buffer(start_ids, max_length + 1, pad_id)  # (B, L + 1)
+    batch_size = ops.shape(ids)[0]
     limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
-    ids = ops.full((batch_size, max_length + 1), pad_id, "int32")
-    ids = write_column(ids, 0, start_ids)  # (B, L + 1)
 
     def step(index, ids, cache, finished, scores):
         logits, cache = next_fn(ids, cache, index)  # (B, V)
         tokens, token_log_probs = choose(logits)  # (B,), (B,)
+        if prefixed:
+            tokens, token_log_probs = _keep_given(
+                ids, index, logits, tokens, token_log_probs, pad_id
+            )
         tokens = ops.where(finished, pad_id, tokens)
         scores = scores + ops.where(finished, 0.0, token_log_probs)
         ids = write_column(ids, index + 1, tokens)  # (B, L + 1)
@@ -127,14 +143,29 @@ def greedy_decode(
     def not_done(index, ids, cache, finished, scores):
         return ops.logical_not(ops.all(finished))
 
+    if start_scores is None:
+        start_scores = ops.zeros((batch_size,), "float32")
     loop_vars = (
-        ops.zeros((), "int32"),
+        ops.convert_to_tensor(start_index, "int32"),
         ids,
         cache,
         ops.zeros((batch_size,), "bool"),
-        ops.zeros((batch_size,), "float32"),
+        ops.cast(start_scores, "float32"),
     )
     _, ids, _, _, scores = while_loop(
-        not_done, step, loop_vars, max_length, 2, cache_shapes
+        not_done, step, loop_vars, max_length - start_index, 2, cache_shapes
     )
     return ids[:, 1:], scores
+
+
+def _keep_given(ids, index, logits, tokens, log_probs, pad_id):
+    """`(tokens, log_probs)` (B,) with the given token and its
+    log-probability under `logits` (B, V) in the rows where column
+    `index + 1` of `ids` is given."""
+    given = given_tokens(ids, index)  # (B,)
+    given_log_probs = take_per_row(log_probabilities(logits), given[:, None])
+    is_given = given != pad_id
+    return (
+        ops.where(is_given, given, tokens),
+        ops.where(is_given, given_log_probs[:, 0], log_probs),
+    )

@@ -12,7 +12,11 @@ import keras_hub
 from keras import ops
 
 from keras_transformer.decoding.greedy import greedy_decode, log_probabilities
-from keras_transformer.decoding.loops import sequence_limits, take_per_row
+from keras_transformer.decoding.loops import (
+    sequence_limits,
+    start_buffer,
+    take_per_row,
+)
 from keras_transformer.special_ids import PAD_ID
 
 
@@ -41,7 +45,16 @@ def drawn_by(sampler):
     return choose
 
 
-def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=None):
+def sample(
+    sampler,
+    next_fn,
+    start_ids,
+    cache,
+    max_length,
+    end_id,
+    max_lengths=None,
+    start_index=0,
+):
     """Decodes with a `keras_hub.samplers.Sampler` choosing every token.
 
     Args:
@@ -50,11 +63,15 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
         next_fn: `next_fn(ids, cache, index) -> (logits, cache)`, as for
             `greedy_decode`: feeds `ids[:, index]`, returns float32 logits
             (B, V) for the token after it.
-        start_ids: int32 (B,), the token each output starts from.
+        start_ids: int32 (B,), the token each output starts from, or
+            (B, 1 + P) with a prefix of given tokens (see `greedy_decode`).
+            A keras-hub `BeamSampler` keeps them as its prompt.
         cache: the initial cache of `next_fn` (a nest of tensors).
         max_length: L, the most tokens generated.
         end_id: the end-of-sequence token.
         max_lengths: optional int (B,) per-example limits (<= L).
+        start_index: the column the first step feeds, for a cache that
+            holds the positions before it (see `greedy_decode`).
 
     Returns:
         int32 (B, L): the generated tokens without the start token, the end
@@ -84,15 +101,13 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
             end_id,
             max_lengths=max_lengths,
             choose=drawn_by(sampler),
+            start_index=start_index,
         )
         return ids
-    batch_size = ops.shape(start_ids)[0]
-    start = ops.cast(start_ids, "int32")[:, None]  # (B, 1)
-    prompt = ops.concatenate(
-        [start, ops.full((batch_size, max_length), PAD_ID, "int32")], axis=1
-    )  # (B, L + 1)
-    is_prompt = ops.arange(max_length + 1) < 1  # (L + 1,): only the start token
-    prompt_mask = ops.logical_and(is_prompt[None], ops.ones((batch_size, 1), "bool"))
+    prompt = start_buffer(start_ids, max_length + 1, PAD_ID)  # (B, L + 1)
+    batch_size = ops.shape(prompt)[0]
+    is_start = ops.arange(max_length + 1) == 0  # (L + 1,)
+    prompt_mask = is_start[None] | (prompt != PAD_ID)  # (B, L + 1): given tokens
 
     def hub_next(prompt, cache, index):
         # keras-hub asks for the token at `index`; ours is fed the one before.
@@ -103,7 +118,7 @@ def sample(sampler, next_fn, start_ids, cache, max_length, end_id, max_lengths=N
         hub_next,
         prompt,
         cache=cache,
-        index=1,
+        index=start_index + 1,
         mask=prompt_mask,
         stop_token_ids=[end_id],
     )[:, 1:]  # (B, L)

@@ -86,6 +86,47 @@ def sequence_limits(batch_size, max_length, max_lengths=None):
     return ops.clip(limits, 1, max_length)
 
 
+def start_buffer(start_ids, length, pad_id):
+    """The loops' token buffer: each row's given start, then `pad_id`.
+
+    Args:
+        start_ids: int (B,), each sequence's first token, or (B, 1 + P):
+            its first token and then a prefix of given tokens, right-padded
+            with `pad_id`.
+        length: the buffer's length, L + 1.
+        pad_id: the token of the columns the loop fills.
+
+    Returns:
+        int32 (B, `length`): columns of `start_ids` past `length` are
+        dropped, so the caller sizes the buffer to hold every prefix.
+
+    Example:
+
+    >>> ops.convert_to_numpy(start_buffer(np.array([[1, 7], [1, 0]]), 4, 0))
+    array([[1, 7, 0, 0],
+           [1, 0, 0, 0]], dtype=int32)
+    """
+    start = ops.cast(start_ids, "int32")
+    if len(start.shape) == 1:
+        start = start[:, None]  # (B, 1)
+    start = start[:, :length]  # (B, <= length)
+    padding = length - ops.shape(start)[1]
+    return ops.pad(start, [[0, 0], [0, padding]], constant_values=pad_id)
+
+
+def given_tokens(ids, index):
+    """The tokens given at column `index + 1` of `ids` (..., L + 1): a
+    prefix's next token, or padding where the search chooses it.
+
+    Example:
+
+    >>> ids = np.array([[1, 7, 8], [1, 0, 0]], "int32")
+    >>> ops.convert_to_numpy(given_tokens(ids, 0))
+    array([7, 0], dtype=int32)
+    """
+    return ops.take(ids, index + 1, axis=-1)  # (...)
+
+
 def write_column(ids, index, tokens):
     """Writes `tokens` into column `index` of the last axis of `ids`.
 

@@ -11,12 +11,19 @@ from keras import ops
 
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.controls import initial_states, with_controls
-from keras_transformer.decoding.greedy import greedy_decode, log_probabilities
+from keras_transformer.decoding.forced import token_log_probabilities
+from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.hub_sampling import sample
 from keras_transformer.decoding.loops import (
     check_beams,
     check_positive_int,
-    take_per_row,
+    start_buffer,
+)
+from keras_transformer.decoding.prefix import (
+    check_prefix,
+    prefill,
+    prefill_length,
+    prefix_lengths,
 )
 from keras_transformer.decoding_defaults import (
     ALPHA,
@@ -72,18 +79,22 @@ def make_next_fn(
     >>> tuple(logits.shape), tuple(cache[0][0].shape)
     ((1, 20), (1, 4, 1, 4))
     """
-    cross_attention_cache = model.compute_cross_attention_cache(encoder_outputs)
+    step_inputs = dict(
+        cross_attention_cache=model.compute_cross_attention_cache(encoder_outputs),
+        encoder_padding_mask=encoder_padding_mask,
+        cache_update=cache_update,
+    )
+    return _next_fn(model, step_inputs, rows_per_item)
+
+
+def _next_fn(model, step_inputs, rows_per_item):
+    """`make_next_fn`'s step function over `decode_step`'s other
+    arguments `step_inputs` (a dict)."""
 
     def next_fn(ids, cache, index):
         tokens = ops.slice(ids, (0, index), (ops.shape(ids)[0], 1))  # (B', 1)
         logits, cache = model.decode_step(
-            tokens,
-            cache,
-            index,
-            cross_attention_cache,
-            encoder_padding_mask,
-            cache_update,
-            rows_per_item=rows_per_item,
+            tokens, cache, index, **step_inputs, rows_per_item=rows_per_item
         )  # (B', 1, V)
         return logits[:, 0], cache  # (B', V)
 
@@ -150,6 +161,7 @@ def decode(
     scoring=SCORING,
     fixed_cache=False,
     controls=(),
+    prefix=None,
 ):
     """Decodes `encoder_inputs` with `model`: beam search, greedy if
     `beam_size` is 1.
@@ -203,11 +215,20 @@ def decode(
             step's logits before the choice, in order (a repetition
             penalty, banned n-grams, a minimum length, suppressed
             sequences); greedy, beam search and samplers all consult them.
+        prefix: None, or int (B, P): the target tokens each output begins
+            with (after the start token), right-padded with 0; a row may
+            be empty. They are forced and scored, count toward the limits
+            (a row's limit is raised to its prefix's length where shorter)
+            and are never changed by `controls`. The positions every row
+            has given are fed in one teacher-forced pass (`prefix.prefill`;
+            under `jax.jit` and XLA, where their number is unknown while
+            tracing, a token a step instead).
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
         (B, num_results, L), the generated tokens without the start token
-        (end token included, then padding 0), best first, and float32
+        (any prefix first, end token included, then padding 0), best first,
+        and float32
         (B, num_results). Greedy scores are sums of log-probabilities (of
         the distribution the `controls` adjusted, if any); beam scores are
         divided by the length penalty ((5 + n) / 6) ** alpha
@@ -237,19 +258,30 @@ def decode(
     encoder_inputs = ops.cast(encoder_inputs, "int32")  # (B, S)
     batch_size = ops.shape(encoder_inputs)[0]
     limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
+    start_ids = ops.full((batch_size, 1), start_id, "int32")  # (B, 1)
+    if prefix is not None:
+        prefix = ops.cast(prefix, "int32")  # (B, P)
+        check_prefix(prefix, end_id, max_length)
+        limits = ops.maximum(limits, prefix_lengths(prefix))  # never cut
+        start_ids = ops.concatenate([start_ids, prefix], axis=1)  # (B, 1 + P)
     length = output_length(limits, max_length)  # L
     encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
     grow = (
         not fixed_cache and sampler is None and keras.backend.backend() == "tensorflow"
     )
-    next_fn = make_next_fn(
-        model,
-        encoder_outputs,
-        encoder_padding_mask,
+    step_inputs = dict(
+        cross_attention_cache=model.compute_cross_attention_cache(encoder_outputs),
+        encoder_padding_mask=encoder_padding_mask,
         cache_update="append" if grow else "write",
-        rows_per_item=_rows_per_item(beam_size, sampler),
     )
+    next_fn = _next_fn(model, step_inputs, _rows_per_item(beam_size, sampler))
     state = model.init_cache(batch_size, None if grow else length)
+    given = {}
+    if prefix is not None:
+        start_ids = start_buffer(start_ids, length + 1, PAD_ID)  # (B, L + 1)
+        start_index = prefill_length(prefix, static_only=not grow)
+        state, start_scores = prefill(model, start_ids, start_index, state, step_inputs)
+        given = dict(start_index=start_index, start_scores=start_scores)
     cache_shapes = None
     if grow:  # (B, h, L, d) caches whose L changes
         from keras_transformer.decoding.growing_cache import growing_cache_shapes
@@ -264,18 +296,19 @@ def decode(
             cache_shapes = (cache_shapes, fixed)
     arguments = dict(
         next_fn=next_fn,
-        start_ids=ops.full((batch_size,), start_id, "int32"),
+        start_ids=start_ids if prefix is not None else start_ids[:, 0],
         cache=state,
         max_length=length,
         end_id=end_id,
         max_lengths=limits,
     )
     if sampler is not None:
-        ids = sample(sampler, **arguments)  # (B, L)
+        ids = sample(sampler, **arguments, start_index=given.get("start_index", 0))
         log_probs = token_log_probabilities(
             model, ids, encoder_outputs, encoder_padding_mask, start_id
         )  # (B, L)
         return ids[:, None], ops.sum(log_probs, axis=1)[:, None]
+    arguments.update(given)
     if grow:
         arguments["cache_shapes"] = cache_shapes
     if is_greedy(beam_size):
@@ -296,83 +329,3 @@ def _rows_per_item(beam_size, sampler):
     if sampler is not None:
         return getattr(sampler, "num_beams", 1)  # keras-hub's beams, tiled
     return 1 if is_greedy(beam_size) else beam_size
-
-
-def token_log_probabilities(
-    model, ids, encoder_outputs, encoder_padding_mask, start_id=START_ID
-):
-    """Forced decoding: the log-probability of each token of given targets.
-
-    The decoder runs once over `start_id` followed by `ids` (teacher
-    forcing), so the log-probability at position t is that of `ids[:, t]`
-    given the tokens before it, as the decoding loops compute it step by
-    step. Summed over the tokens up to and including the end id, it is
-    the score greedy decoding (and beam search at alpha 0) gives the same
-    hypothesis.
-
-    Args:
-        model: a `keras_transformer.Transformer`.
-        ids: int (B, L) target tokens without the start token, 0 for padding.
-        encoder_outputs: (B, S, d_model) from `model.encode`.
-        encoder_padding_mask: (B, S) from `model.encode`.
-        start_id: the token that starts every target.
-
-    Returns:
-        float32 (B, L), 0 at padding.
-
-    Example:
-
-    >>> import keras_transformer as kt
-    >>> model = kt.build_transformer(kt.TransformerConfig.tiny(20, d_model=16))
-    >>> outputs, mask = model.encode(np.array([[5, 6, 2]]))
-    >>> log_probs = token_log_probabilities(model, np.array([[7, 2, 0]]),
-    ...                                     outputs, mask)
-    >>> tuple(log_probs.shape), float(log_probs[0, 2])
-    ((1, 3), 0.0)
-    """
-    ids = ops.cast(ids, "int32")  # (B, L)
-    decoder_inputs = teacher_forced_inputs(ids, start_id)  # (B, L)
-    logits = model.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
-    log_probs = log_probabilities(logits)  # (B, L, V)
-    vocab_size = ops.shape(log_probs)[-1]
-    token_log_probs = take_per_row(
-        ops.reshape(log_probs, (-1, vocab_size)), ops.reshape(ids, (-1, 1))
-    )  # (B * L, 1)
-    token_log_probs = ops.reshape(token_log_probs, ops.shape(ids))  # (B, L)
-    return ops.where(ids != PAD_ID, token_log_probs, 0.0)
-
-
-def teacher_forced_cross_attention(
-    model, ids, encoder_outputs, encoder_padding_mask, start_id=START_ID
-):
-    """Forced decoding's cross-attention: how each token of given targets
-    was attended from, the decoder run once as `token_log_probabilities`
-    runs it.
-
-    Args:
-        model: a `keras_transformer.Transformer`.
-        ids: int (B, L) target tokens without the start token, 0 for padding.
-        encoder_outputs: (B, S, d_model) from `model.encode`.
-        encoder_padding_mask: (B, S) from `model.encode`.
-        start_id: the token that starts every target.
-
-    Returns:
-        float32 (B, layers, heads, L, S): row t is how the decoder, predicting
-        `ids[:, t]`, attends over the source positions; 0 in rows of padding.
-    """
-    ids = ops.cast(ids, "int32")  # (B, L)
-    _, attention = model.decode(
-        teacher_forced_inputs(ids, start_id),
-        encoder_outputs,
-        encoder_padding_mask,
-        return_cross_attention=True,
-    )  # (B, layers, h, L, S)
-    is_token = ops.cast(ids != PAD_ID, "float32")[:, None, None, :, None]
-    return attention * is_token
-
-
-def teacher_forced_inputs(ids, start_id=START_ID):
-    """The decoder inputs of targets `ids` (B, L): `start_id`, then each
-    target token but the last (B, L)."""
-    start = ops.full((ops.shape(ids)[0], 1), start_id, "int32")  # (B, 1)
-    return ops.concatenate([start, ops.cast(ids[:, :-1], "int32")], axis=1)

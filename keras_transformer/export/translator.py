@@ -7,11 +7,11 @@ import tensorflow as tf
 
 from keras_transformer import decoding_defaults
 from keras_transformer.data.pipeline import truncate_with_end_id
-from keras_transformer.decoding.model_decoding import (
-    decode,
+from keras_transformer.decoding.forced import (
     teacher_forced_cross_attention,
     token_log_probabilities,
 )
+from keras_transformer.decoding.model_decoding import decode
 from keras_transformer.decoding_defaults import is_greedy
 from keras_transformer.scorings import check_scoring
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from keras_transformer.cli import main
 from keras_transformer.decoding import decode
-from keras_transformer.decoding.model_decoding import token_log_probabilities
+from keras_transformer.decoding.forced import token_log_probabilities
 from keras_transformer.export import CTranslate2Translator, export_ctranslate2
 from keras_transformer.export.hypotheses import parse_sampling
 from keras_transformer.special_ids import END_ID, START_ID
