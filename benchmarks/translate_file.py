@@ -147,14 +147,18 @@ def run_for_older_trees(run_dir, folder):
 
 
 def export_all(run_dir, trees, folder, with_ctranslate2):
-    """{row name: export path}: a SavedModel per tree, and CTranslate2's."""
-    exports = {}
+    """{row name: export path}: a SavedModel per source tree (a tree given
+    twice, as the smoke test gives this one, is exported once), and
+    CTranslate2's."""
+    exports, by_tree = {}, {}
     older = run_for_older_trees(run_dir, folder)
     for name, tree in trees.items():
-        output = folder / f"saved_model_{name}"
-        run = run_dir if name == "new" else older
-        cli(tree, "export", str(run), "--format", "saved_model", "-o", str(output))
-        exports[name] = str(output / "1")
+        if tree not in by_tree:
+            output = folder / f"saved_model_{name}"
+            run = run_dir if tree == trees["new"] else older
+            cli(tree, "export", str(run), "--format", "saved_model", "-o", str(output))
+            by_tree[tree] = str(output / "1")
+        exports[name] = by_tree[tree]
     if with_ctranslate2:
         output = folder / "ctranslate2"
         cli(

@@ -112,7 +112,7 @@ def test_translate_file_quick_run():
         "--quick",
         "--baseline-src",
         str(BENCHMARKS.parent),
-        timeout=900,  # two exports, three `translate`s, one signature timer
+        timeout=900,  # one export (one tree twice), three `translate`s, a signature timer
     )
     assert result["benchmark"] == "translate_file"
     assert result["sentences"] == 40
