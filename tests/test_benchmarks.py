@@ -112,7 +112,7 @@ def test_translate_file_quick_run():
         "--quick",
         "--baseline-src",
         str(BENCHMARKS.parent),
-        timeout=900,  # one export (one tree twice), three `translate`s, a signature timer
+        timeout=900,  # one export (a tree given twice), 3 `translate`s, a timer
     )
     assert result["benchmark"] == "translate_file"
     assert result["sentences"] == 40

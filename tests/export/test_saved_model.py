@@ -7,6 +7,7 @@ model server would see the export.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -126,10 +127,15 @@ def saved_model_cli():
     return [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
 
 
-def test_export_writes_numbered_versions_with_the_vocabulary(translator, exported):
-    model_dir = os.path.dirname(exported)
+def test_export_writes_numbered_versions_with_the_vocabulary(
+    translator, exported, tmp_path
+):
     assert os.path.basename(exported) == "1"
-    assert os.path.basename(model_dir) == "translator"
+    assert os.path.basename(os.path.dirname(exported)) == "translator"
+    # The next version, beside a copy of the run's shared first one.
+    model_dir = str(tmp_path / "translator")
+    shutil.copytree(exported, os.path.join(model_dir, "1"))
+    exported = os.path.join(model_dir, "1")
     second = export_translator(translator, os.path.dirname(model_dir), "translator")
     assert second == os.path.join(model_dir, "2")
     assert sorted(os.listdir(model_dir)) == ["1", "2"]  # no staging folder left
