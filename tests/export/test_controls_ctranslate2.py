@@ -1,5 +1,5 @@
-"""The repetition and length controls give CTranslate2's greedy tokens for
-each option CTranslate2 defines the same way.
+"""The repetition and length controls, and a target prefix, give
+CTranslate2's greedy tokens for each option CTranslate2 defines the same way.
 
 Two models, each exported to CTranslate2: an untrained one, which repeats
 itself up to its length limit (the repetition options have something to
@@ -145,3 +145,29 @@ def test_greedy_tokens_equal_ctranslate2s_for_each_shared_option(models, sources
 def cut_at_end(tokens):
     """`tokens` up to their end token, or all of them."""
     return tokens[: tokens.index(END_ID)] if END_ID in tokens else tokens
+
+
+def test_greedy_tokens_after_a_prefix_equal_ctranslate2s_target_prefix(models, sources):
+    """Per source a prefix of 0 to 3 pieces, taken from the trained model's
+    output of another source, so that it changes this one's; the limit
+    counts the prefix, as CTranslate2's `max_decoding_length` does."""
+    words = greedy_ids(models["trained"][0], sources)
+    prefixes = [words[(row + 1) % len(words)][: row % 4] for row in range(len(words))]
+    width = max(map(len, prefixes))
+    padded = tf.constant([p + [0] * (width - len(p)) for p in prefixes], tf.int32)
+    for name, (model, path) in models.items():
+        ids, _ = decode(
+            model.model,
+            model.source_ids(tf.constant(sources)),
+            beam_size=1,
+            extra_length=EXTRA_LENGTH,
+            max_length=model.max_length,
+            prefix=padded,
+        )
+        ours = [cut_at_end(row) for row in ids.numpy()[:, 0].tolist()]
+        to_piece = model.tokenizer.id_to_piece
+        target_prefix = [[to_piece(t).numpy().decode() for t in p] for p in prefixes]
+        theirs = ctranslate2_ids(path, sources, {"target_prefix": target_prefix})
+        assert ours == theirs, name
+        assert all(row[: len(p)] == p for row, p in zip(ours, prefixes, strict=True))
+        assert ours != greedy_ids(model, sources), name
