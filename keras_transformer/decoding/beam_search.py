@@ -193,9 +193,10 @@ def beam_search(
         cache_shapes: TensorFlow only, for a cache whose shapes change
             from step to step, as in `greedy_decode` (axis 0, the rows, is
             beam search's own).
-        start_index, start_scores: a cache that already holds the given
-            columns before `start_index`, and their log-probabilities
-            (B,), as for `greedy_decode`.
+        start_index: the column the first step feeds, for a cache that
+            already holds the given columns before it (as for
+            `greedy_decode`).
+        start_scores: float (B,), the log-probabilities of those columns.
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated
