@@ -14,6 +14,7 @@ output begin with given tokens (`prefix`). `forced` scores given targets.
 
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.controls import (
+    AllowOnly,
     MinLength,
     NoRepeatNgram,
     RepetitionPenalty,
@@ -26,6 +27,7 @@ from keras_transformer.decoding.model_decoding import decode, make_next_fn
 from keras_transformer.scorings import length_penalty
 
 __all__ = [
+    "AllowOnly",
     "MinLength",
     "NoRepeatNgram",
     "RepetitionPenalty",

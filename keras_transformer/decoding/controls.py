@@ -292,6 +292,45 @@ class SuppressSequences(StepControl):
         return logits, state
 
 
+class AllowOnly(StepControl):
+    """Only the tokens `allowed` marks may come after `at` generated tokens:
+    e.g. the pieces that begin with the characters a translator typed of
+    the prefix's last, unfinished word (token healing). Other steps are
+    unchanged.
+
+    Args:
+        allowed: bool (B, V), each item's tokens at that step; or (V,) for
+            every item. Each row must allow at least one token.
+        at: the generated tokens before that step (a prefix's length), one
+            for all items or one per item (B,); -1 for none.
+
+    Example:
+
+    >>> control = AllowOnly(np.array([False, True, True, False]), at=1)
+    >>> ids = np.array([[1, 5, 0]], "int32")  # one token generated
+    >>> logits, _ = control.adjust(np.zeros((1, 4)), ids, 1, control.initial_state(1))
+    >>> ops.convert_to_numpy(logits)
+    array([[-inf,   0.,   0., -inf]], dtype=float32)
+    """
+
+    def __init__(self, allowed, at):
+        if not ops.is_tensor(allowed) and not np.asarray(allowed).any(axis=-1).all():
+            raise ValueError("Each row of allowed must allow at least one token.")
+        self.allowed = allowed
+        self.at = at
+
+    def initial_state(self, batch_size):
+        allowed = ops.cast(self.allowed, "bool")
+        if len(allowed.shape) == 1:  # (V,), the same for every item
+            allowed = ops.broadcast_to(allowed, (batch_size, allowed.shape[0]))
+        return per_item(self.at, batch_size, "int32"), allowed  # (B,), (B, V)
+
+    def adjust(self, logits, ids, index, state):
+        at, allowed = state
+        ruled_out = (index == at)[:, None] & ~allowed  # (B', V)
+        return ops.where(ruled_out, BANNED, ops.cast(logits, "float32")), state
+
+
 def padded_sequences(sequences):
     """Token sequences as an int32 array (N, M), right-aligned with -1 before.
 

@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_transformer.decoding import beam_search, greedy_decode
 from keras_transformer.decoding.controls import (
+    AllowOnly,
     MinLength,
     NoRepeatNgram,
     RepetitionPenalty,
@@ -64,9 +65,19 @@ def reference_suppress(logits, ids, index, sequences):
     return logits
 
 
+def reference_allow_only(logits, ids, index, allowed, at):
+    logits = logits.copy()
+    for row in np.flatnonzero(np.asarray(at) == index):
+        logits[row, ~allowed[row]] = -np.inf
+    return logits
+
+
 PER_ROW_PENALTY = np.array([1.5, 2.0, 0.8, 1.0, 3.0, 1.2], "float32")
 PER_ROW_LENGTH = np.array([0, 2, 5, 7, 1, 3], "int32")
 SEQUENCES = [[4], [5, 6], [3, 3, 7]]
+ALLOWED = np.random.default_rng(0).random((6, VOCAB)) < 0.4
+ALLOWED[:, 3] = True  # every row allows a token
+PER_ROW_AT = np.array([0, 1, 3, 6, -1, 3], "int32")
 CONTROLS = {
     "repetition_penalty": (
         RepetitionPenalty(PER_ROW_PENALTY),
@@ -86,6 +97,10 @@ CONTROLS = {
     "suppress_sequences": (
         SuppressSequences(SEQUENCES),
         lambda *args: reference_suppress(*args, SEQUENCES),
+    ),
+    "allow_only": (
+        AllowOnly(ALLOWED, PER_ROW_AT),
+        lambda *args: reference_allow_only(*args, ALLOWED, PER_ROW_AT),
     ),
 }
 
@@ -154,10 +169,12 @@ def test_decoded_outputs_obey_every_control(method):
     tables[:, :, END] *= 0.1
     tables[:, :, 4] += 0.3
     tables /= tables.sum(axis=-1, keepdims=True)
+    at = [1, 0, 2, 1]  # where each item's token must be 5, 7 or 8
     controls = [
         NoRepeatNgram(2),
         MinLength([3, 0, 5, 8]),
         SuppressSequences([[4], [5, 6]]),
+        AllowOnly(np.isin(np.arange(VOCAB), [5, 7, 8]), at),
     ]
     ids, _ = controlled_decoding(method, tables, controls, [0, 1, 2, 3], max_length=10)
     free, _ = controlled_decoding(method, tables, [], [0, 1, 2, 3], max_length=10)
@@ -165,6 +182,7 @@ def test_decoded_outputs_obey_every_control(method):
         assert len(set(ngrams(tokens, 2))) == len(ngrams(tokens, 2)), tokens
         assert len(tokens) >= [3, 0, 5, 8][row // ids.shape[1]], tokens
         assert 4 not in tokens and (5, 6) not in ngrams(tokens, 2), tokens
+        assert tokens[at[row // ids.shape[1]]] in (5, 7, 8), tokens
     broken = [
         tokens
         for tokens in outputs(free)
@@ -211,6 +229,8 @@ def test_bad_settings_are_value_errors():
         MinLength([2, -1])
     with pytest.raises(ValueError, match="sequence is empty"):
         SuppressSequences([[3], []])
+    with pytest.raises(ValueError, match="allow at least one token"):
+        AllowOnly(np.array([[True, False], [False, False]]), at=0)
 
 
 @pytest.mark.skipif(

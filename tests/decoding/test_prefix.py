@@ -10,8 +10,8 @@ import pytest
 from keras import ops
 
 from keras_transformer.decoding import decode, token_log_probabilities
-from keras_transformer.decoding.controls import SuppressSequences
-from tests.decoding.conftest import SOURCES, START
+from keras_transformer.decoding.controls import AllowOnly, SuppressSequences
+from tests.decoding.conftest import SOURCES, START, VOCAB
 
 # Right-padded prefixes of 3, 0 and 1 tokens: the shortest is empty, so the
 # batch forces every prefix token a step, while the first row alone is
@@ -129,6 +129,30 @@ def test_controls_act_after_the_prefix_not_on_it(model, end_id):
         output = numpy(ids)[row, 0]
         np.testing.assert_array_equal(output[:length], PREFIX[row, :length])
         assert not np.isin(output[length:], [20, 23]).any()
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_the_token_after_a_prefix_can_be_held_to_a_set_token_healing(
+    model, end_id, beam_size
+):
+    """The piece after each row's prefix is one of that row's `allowed`
+    (as the pieces that begin with a typed, unfinished word would be)."""
+    allowed = np.zeros((3, VOCAB), bool)
+    for row, tokens in enumerate([[30, 31], [32], [33, 34, 35]]):
+        allowed[row, tokens] = True
+    healing = AllowOnly(allowed, at=np.array(LENGTHS, "int32"))
+    ids, _ = decode(
+        model,
+        SOURCES,
+        end_id=end_id,
+        beam_size=beam_size,
+        prefix=PREFIX,
+        controls=[healing],
+    )
+    for row, length in enumerate(LENGTHS):
+        output = numpy(ids)[row, 0]
+        np.testing.assert_array_equal(output[:length], PREFIX[row, :length])
+        assert allowed[row, output[length]], output
 
 
 @pytest.mark.parametrize(
