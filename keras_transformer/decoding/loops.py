@@ -11,6 +11,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_transformer.special_ids import PAD_ID
+
 
 def check_positive_int(name, value):
     """Raises ValueError unless a Python/NumPy int `value` is >= 1.
@@ -84,6 +86,17 @@ def sequence_limits(batch_size, max_length, max_lengths=None):
             check_positive_int("each of max_lengths", value)
     limits = ops.cast(max_lengths, "int32")  # (B,)
     return ops.clip(limits, 1, max_length)
+
+
+def token_counts(ids, pad_id=PAD_ID):
+    """The tokens of each row of right-padded `ids` (B, N): int32 (B,).
+
+    Example:
+
+    >>> ops.convert_to_numpy(token_counts(np.array([[5, 6, 0], [7, 0, 0]])))
+    array([2, 1], dtype=int32)
+    """
+    return ops.sum(ops.cast(ops.not_equal(ids, pad_id), "int32"), axis=1)
 
 
 def start_buffer(start_ids, length, pad_id):

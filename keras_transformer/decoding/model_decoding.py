@@ -17,13 +17,12 @@ from keras_transformer.decoding.hub_sampling import sample
 from keras_transformer.decoding.loops import (
     check_beams,
     check_positive_int,
-    start_buffer,
+    token_counts,
 )
 from keras_transformer.decoding.prefix import (
     check_prefix,
     prefill,
     prefill_length,
-    prefix_lengths,
 )
 from keras_transformer.decoding_defaults import (
     ALPHA,
@@ -33,7 +32,7 @@ from keras_transformer.decoding_defaults import (
     SCORING,
     is_greedy,
 )
-from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
+from keras_transformer.special_ids import END_ID, START_ID
 
 
 def make_next_fn(
@@ -79,12 +78,20 @@ def make_next_fn(
     >>> tuple(logits.shape), tuple(cache[0][0].shape)
     ((1, 20), (1, 4, 1, 4))
     """
-    step_inputs = dict(
+    step_inputs = _step_inputs(
+        model, encoder_outputs, encoder_padding_mask, cache_update
+    )
+    return _next_fn(model, step_inputs, rows_per_item)
+
+
+def _step_inputs(model, encoder_outputs, encoder_padding_mask, cache_update):
+    """`decode_step`'s arguments besides the tokens, the cache and the
+    position: fixed per source item for the whole search."""
+    return dict(
         cross_attention_cache=model.compute_cross_attention_cache(encoder_outputs),
         encoder_padding_mask=encoder_padding_mask,
         cache_update=cache_update,
     )
-    return _next_fn(model, step_inputs, rows_per_item)
 
 
 def _next_fn(model, step_inputs, rows_per_item):
@@ -120,8 +127,7 @@ def decoding_limits(encoder_inputs, extra_length, max_length):
     >>> ops.convert_to_numpy(limits)
     array([3, 3], dtype=int32)
     """
-    is_token = ops.not_equal(encoder_inputs, PAD_ID)  # (B, S)
-    source_lengths = ops.sum(ops.cast(is_token, "int32"), axis=1)  # (B,)
+    source_lengths = token_counts(encoder_inputs)  # (B,)
     return ops.minimum(source_lengths + extra_length, max_length)  # (B,)
 
 
@@ -258,27 +264,24 @@ def decode(
     encoder_inputs = ops.cast(encoder_inputs, "int32")  # (B, S)
     batch_size = ops.shape(encoder_inputs)[0]
     limits = decoding_limits(encoder_inputs, extra_length, max_length)  # (B,)
-    start_ids = ops.full((batch_size, 1), start_id, "int32")  # (B, 1)
+    start_ids = ops.full((batch_size,), start_id, "int32")  # (B,)
     if prefix is not None:
         prefix = ops.cast(prefix, "int32")  # (B, P)
         check_prefix(prefix, end_id, max_length)
-        limits = ops.maximum(limits, prefix_lengths(prefix))  # never cut
-        start_ids = ops.concatenate([start_ids, prefix], axis=1)  # (B, 1 + P)
+        limits = ops.maximum(limits, token_counts(prefix))  # never cut
+        start_ids = ops.concatenate([start_ids[:, None], prefix], axis=1)
     length = output_length(limits, max_length)  # L
     encoder_outputs, encoder_padding_mask = model.encode(encoder_inputs)
     grow = (
         not fixed_cache and sampler is None and keras.backend.backend() == "tensorflow"
     )
-    step_inputs = dict(
-        cross_attention_cache=model.compute_cross_attention_cache(encoder_outputs),
-        encoder_padding_mask=encoder_padding_mask,
-        cache_update="append" if grow else "write",
+    step_inputs = _step_inputs(
+        model, encoder_outputs, encoder_padding_mask, "append" if grow else "write"
     )
     next_fn = _next_fn(model, step_inputs, _rows_per_item(beam_size, sampler))
     state = model.init_cache(batch_size, None if grow else length)
     given = {}
     if prefix is not None:
-        start_ids = start_buffer(start_ids, length + 1, PAD_ID)  # (B, L + 1)
         start_index = prefill_length(prefix, static_only=not grow)
         state, start_scores = prefill(model, start_ids, start_index, state, step_inputs)
         given = dict(start_index=start_index, start_scores=start_scores)
@@ -296,7 +299,7 @@ def decode(
             cache_shapes = (cache_shapes, fixed)
     arguments = dict(
         next_fn=next_fn,
-        start_ids=start_ids if prefix is not None else start_ids[:, 0],
+        start_ids=start_ids,  # (B,), or (B, 1 + P) with a prefix
         cache=state,
         max_length=length,
         end_id=end_id,

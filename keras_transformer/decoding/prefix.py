@@ -14,12 +14,8 @@ import numpy as np
 from keras import ops
 
 from keras_transformer.decoding.forced import log_probabilities_of
+from keras_transformer.decoding.loops import token_counts
 from keras_transformer.special_ids import PAD_ID
-
-
-def prefix_lengths(prefix):
-    """The tokens of each row of a right-padded `prefix` (B, P): int32 (B,)."""
-    return ops.sum(ops.cast(prefix != PAD_ID, "int32"), axis=1)
 
 
 def check_prefix(prefix, end_id, max_length):
@@ -57,7 +53,7 @@ def prefill_length(prefix, static_only):
         An int, or a scalar int32 tensor.
     """
     # Rows give columns 0..p; feed 0..p_min - 2, the loop writes p_min on.
-    length = ops.maximum(ops.min(prefix_lengths(prefix)) - 1, 0)
+    length = ops.maximum(ops.min(token_counts(prefix)) - 1, 0)
     try:
         return int(length)
     except TypeError:  # symbolic
@@ -65,12 +61,12 @@ def prefill_length(prefix, static_only):
 
 
 def prefill(model, given, length, cache, next_inputs):
-    """Feeds columns 0..`length` - 1 of `given` (B, L + 1) to
+    """Feeds columns 0..`length` - 1 of `given` (B, 1 + P) to
     `model.decode_step` in one teacher-forced pass.
 
     Args:
         model: a `keras_transformer.Transformer`.
-        given: int32 (B, L + 1), start tokens and prefixes.
+        given: int32 (B, 1 + P), start tokens and right-padded prefixes.
         length: s, an int or scalar int32 tensor.
         cache: the self-attention cache from `model.init_cache`.
         next_inputs: `decode_step`'s other arguments, a dict:

@@ -96,15 +96,16 @@ def options(banned):
     }
 
 
-def greedy_ids(translator, sources, controls=()):
-    """Our greedy tokens of each source, up to the end token."""
+def greedy_ids(translator, sources, **settings):
+    """Our greedy tokens of each source, up to the end token, under `decode`'s
+    `settings` (controls, a prefix)."""
     ids, _ = decode(
         translator.model,
         translator.source_ids(tf.constant(sources)),
         beam_size=1,
         extra_length=EXTRA_LENGTH,
         max_length=translator.max_length,
-        controls=controls,
+        **settings,
     )
     return [cut_at_end(row) for row in ids.numpy()[:, 0].tolist()]
 
@@ -136,7 +137,7 @@ def test_greedy_tokens_equal_ctranslate2s_for_each_shared_option(models, sources
     ]
     for option, (ct2_options, controls, must_change) in options(banned).items():
         for name, (model, path) in models.items():
-            ours = greedy_ids(model, sources, controls)
+            ours = greedy_ids(model, sources, controls=controls)
             assert ours == ctranslate2_ids(path, sources, ct2_options), (option, name)
             if name == must_change:
                 assert ours != free[name], option
@@ -156,15 +157,7 @@ def test_greedy_tokens_after_a_prefix_equal_ctranslate2s_target_prefix(models, s
     width = max(map(len, prefixes))
     padded = tf.constant([p + [0] * (width - len(p)) for p in prefixes], tf.int32)
     for name, (model, path) in models.items():
-        ids, _ = decode(
-            model.model,
-            model.source_ids(tf.constant(sources)),
-            beam_size=1,
-            extra_length=EXTRA_LENGTH,
-            max_length=model.max_length,
-            prefix=padded,
-        )
-        ours = [cut_at_end(row) for row in ids.numpy()[:, 0].tolist()]
+        ours = greedy_ids(model, sources, prefix=padded)
         to_piece = model.tokenizer.id_to_piece
         target_prefix = [[to_piece(t).numpy().decode() for t in p] for p in prefixes]
         theirs = ctranslate2_ids(path, sources, {"target_prefix": target_prefix})
