@@ -179,35 +179,70 @@ class NoRepeatNgram(StepControl):
     before it, it would repeat an n-gram already generated.
 
     Args:
-        size: n, a positive int (1 rules out every token already generated).
+        size: n, a positive int (1 rules out every token already
+            generated); or one per item (B,), each from 0 (none) to
+            `max_size`.
+        max_size: the largest n of per-item sizes, a static int (each
+            step compares `max_size - 1` columns); with an int `size`,
+            `size`.
 
     Example:
 
     >>> ids = np.array([[1, 5, 6, 5, 0]], "int32")  # 5 6 5: 6 would repeat 5 6
-    >>> logits, _ = NoRepeatNgram(2).adjust(np.zeros((1, 8)), ids, 3, ())
+    >>> control = NoRepeatNgram(2)
+    >>> logits, _ = control.adjust(np.zeros((1, 8)), ids, 3, control.initial_state(1))
     >>> np.flatnonzero(ops.convert_to_numpy(logits)[0] == -np.inf)
     array([6])
     """
 
-    def __init__(self, size):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    def __init__(self, size, max_size=None):
+        if isinstance(size, bool) or not (
+            isinstance(size, int) or ops.is_tensor(size) or hasattr(size, "ndim")
+        ):
             raise ValueError(f"size must be a positive int, got {size!r}.")
+        if isinstance(size, int):
+            if size < 1:
+                raise ValueError(f"size must be a positive int, got {size!r}.")
+            max_size = size if max_size is None else max_size
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+            raise ValueError(
+                "max_size must be a positive int with per-item sizes, got "
+                f"{max_size!r}."
+            )
+        if (
+            not ops.is_tensor(size)
+            and not ((0 <= np.asarray(size)) & (np.asarray(size) <= max_size)).all()
+        ):
+            raise ValueError(
+                f"Each size must be 0 to max_size={max_size}, got {size!r}."
+            )
         self.size = size
+        self.max_size = max_size
+
+    def initial_state(self, batch_size):
+        return per_item(self.size, batch_size, "int32")  # (B,)
 
     def adjust(self, logits, ids, index, state):
         length = ops.shape(ids)[1]
-        starts = ops.arange(length, dtype="int32")  # (L + 1,): j, an n-gram's start
-        n = self.size
+        shape = ops.shape(ids)  # (B', L + 1)
+        starts = ops.arange(length, dtype="int32")[None]  # (1, L + 1): j
+        n = state[:, None]  # (B', 1), 0 for none
+
+        def column(offsets):  # the tokens at per-row columns (B', C)
+            offsets = ops.clip(offsets, 0, length - 1)
+            return ops.take_along_axis(ids, ops.broadcast_to(offsets, shape), axis=1)
+
         # The n-gram at j is ids[j : j + n]; it counts when generated whole
         # (1 <= j, j + n - 1 <= index) and its first n - 1 tokens are the last
         # n - 1 generated, ids[index - n + 2 : index + 1].
-        matches = (starts >= 1) & (starts + n - 1 <= index)  # (L + 1,)
-        matches = ops.broadcast_to(matches, ops.shape(ids))  # (B', L + 1)
-        for offset in range(n - 1):
-            earlier = ops.take(ids, ops.minimum(starts + offset, length - 1), axis=1)
-            last = ops.take(ids, ops.maximum(index - n + 2 + offset, 0), axis=1)
-            matches = matches & (earlier == last[:, None])
-        followers = ops.take(ids, ops.minimum(starts + n - 1, length - 1), axis=1)
+        matches = (starts >= 1) & (starts + n - 1 <= index) & (n >= 1)  # (B', L + 1)
+        for offset in range(self.max_size - 1):
+            last = ops.take_along_axis(
+                ids, ops.clip(index - n + 2 + offset, 0, length - 1), axis=1
+            )  # (B', 1)
+            same = column(starts + offset) == last
+            matches = matches & ((offset >= n - 1) | same)
+        followers = column(starts + n - 1)  # (B', L + 1)
         logits = ban(logits, row_token_pairs(followers), ops.reshape(matches, (-1,)))
         return logits, state
 

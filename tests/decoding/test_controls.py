@@ -37,9 +37,12 @@ def reference_repetition_penalty(logits, ids, index, penalty):
     return logits
 
 
-def reference_no_repeat_ngram(logits, ids, index, size):
+def reference_no_repeat_ngram(logits, ids, index, sizes):
     logits = logits.copy()
-    for row, tokens in enumerate(ids):
+    sizes = np.broadcast_to(sizes, len(ids))
+    for row, (tokens, size) in enumerate(zip(ids, sizes, strict=True)):
+        if size == 0:
+            continue
         tokens = generated(tokens, index)
         last = tokens[len(tokens) - size + 1 :] if size > 1 else []
         for start in range(len(tokens) - size + 1):
@@ -74,6 +77,7 @@ def reference_allow_only(logits, ids, index, allowed, at):
 
 PER_ROW_PENALTY = np.array([1.5, 2.0, 0.8, 1.0, 3.0, 1.2], "float32")
 PER_ROW_LENGTH = np.array([0, 2, 5, 7, 1, 3], "int32")
+PER_ROW_NGRAM = np.array([0, 1, 2, 3, 2, 3], "int32")
 SEQUENCES = [[4], [5, 6], [3, 3, 7]]
 ALLOWED = np.random.default_rng(0).random((6, VOCAB)) < 0.4
 ALLOWED[:, 3] = True  # every row allows a token
@@ -90,6 +94,10 @@ CONTROLS = {
         )
         for size in (1, 2, 3)
     },
+    "no_repeat_ngram_per_row": (
+        NoRepeatNgram(PER_ROW_NGRAM, max_size=3),
+        lambda *args: reference_no_repeat_ngram(*args, PER_ROW_NGRAM),
+    ),
     "min_length": (
         MinLength(PER_ROW_LENGTH),
         lambda *args: reference_min_length(*args, PER_ROW_LENGTH),
@@ -225,6 +233,10 @@ def test_bad_settings_are_value_errors():
         RepetitionPenalty(0.0)
     with pytest.raises(ValueError, match="size must be a positive int"):
         NoRepeatNgram(0)
+    with pytest.raises(ValueError, match="max_size must be a positive int"):
+        NoRepeatNgram(np.array([1, 2]))
+    with pytest.raises(ValueError, match="Each size must be 0 to max_size=2"):
+        NoRepeatNgram(np.array([1, 3]), max_size=2)
     with pytest.raises(ValueError, match="length must be >= 0"):
         MinLength([2, -1])
     with pytest.raises(ValueError, match="sequence is empty"):
