@@ -5,7 +5,7 @@ import math
 import tensorflow as tf
 
 from keras_transformer.data.checks import check_fraction
-from keras_transformer.special_ids import END_ID, START_ID
+from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
 # Extra pairs `mix_pairs` shuffles together: all of Ding's 80,401 phrases,
 # a bounded window of a larger split.
@@ -39,6 +39,12 @@ def truncate_with_end_id(pieces, max_length):
     else:
         end = tf.constant([END_ID])  # (1,)
     return tf.concat([pieces[..., : max_length - 1], end], axis=-1)
+
+
+def has_pieces(ids):
+    """Whether each row of `truncate_with_end_id` ids, padded (B, S), has a
+    piece besides its end id -> bool (B,)."""
+    return tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1) > 1
 
 
 def model_example(source_ids, target_ids, max_length):

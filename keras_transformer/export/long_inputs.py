@@ -16,7 +16,7 @@ POLICIES = ("split", "truncate")
 # ASCII punctuation also needs a space after it, where the next piece starts.
 _SENTENCE_END = re.compile(r"(?:[.!?;:…]|[。！？；：])[\"'”’»)\]]*$")
 _FULL_WIDTH_END = re.compile(r"[。！？；：][\"'”’»)\]]*$")
-_WORD_START = "▁"  # SentencePiece's mark of a piece that starts a word
+WORD_START = "▁"  # SentencePiece's mark of a piece that starts a word
 
 
 def check_policy(policy):
@@ -84,7 +84,7 @@ def _cut(text, tokenizer, budget):
         before = before.decode("utf-8", errors="replace")
         if index and _FULL_WIDTH_END.search(before):
             kinds.append(2)
-        elif piece.piece.startswith(_WORD_START):
+        elif piece.piece.startswith(WORD_START):
             kinds.append(2 if index and _SENTENCE_END.search(before) else 1)
         else:
             kinds.append(0)

@@ -6,31 +6,29 @@ import keras_hub
 import tensorflow as tf
 
 from keras_transformer import decoding_defaults
-from keras_transformer.data.pipeline import truncate_with_end_id
+from keras_transformer.data.pipeline import has_pieces, truncate_with_end_id
 from keras_transformer.decoding.forced import (
     teacher_forced_cross_attention,
     token_log_probabilities,
 )
 from keras_transformer.decoding.model_decoding import decode
 from keras_transformer.decoding_defaults import is_greedy
+from keras_transformer.export.controlled import ControlledTranslation
+from keras_transformer.export.specs import (
+    ALPHA,
+    BEAM_SIZE,
+    IDS,
+    NUM_RESULTS,
+    TEXT,
+    beam_settings,
+)
 from keras_transformer.scorings import check_scoring
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
-TEXT = tf.TensorSpec([None], tf.string, name="text")
-BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
-ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
-IDS = tf.TensorSpec([None, None], tf.int32, name="ids")
-NUM_RESULTS = tf.TensorSpec([], tf.int32, name="num_results")
-MAX_BEAM_SIZE = 64
 MIN_TEMPERATURE = 1e-3
 
 
-def _has_pieces(source_ids):
-    """Whether each source (B, S) has a piece besides its end id -> bool (B,)."""
-    return tf.reduce_sum(tf.cast(source_ids != PAD_ID, tf.int32), axis=1) > 1
-
-
-class Translator(tf.Module):
+class Translator(ControlledTranslation, tf.Module):
     """Text in, text out, with every step a TensorFlow op.
 
     Tokenization and detokenization are tensorflow-text ops, decoding is a
@@ -51,6 +49,8 @@ class Translator(tf.Module):
     `max_length - 1` pieces, then the end id).
 
     The decoding settings' defaults are in `keras_transformer.decoding_defaults`.
+    The signatures `controlled` and `controlled_beam` take a typed prefix
+    and controls per text (`controlled.ControlledTranslation`).
 
     Args:
         model: a trained `keras_transformer.Transformer`.
@@ -143,8 +143,10 @@ class Translator(tf.Module):
         ids = truncate_with_end_id(pieces, self.max_length)  # (B, None)
         return ids.to_tensor(PAD_ID)  # (B, S)
 
-    def _search(self, source_ids, beam_size, alpha, num_results=1, sampler=None):
-        """The `num_results` best outputs: ids (B, K, L), scores (B, K)."""
+    def _search(self, source_ids, beam_size, alpha, num_results=1, **options):
+        """The `num_results` best outputs: ids (B, K, L), scores (B, K).
+
+        `options`: `decode`'s `sampler`, `controls` or `prefix`."""
         return decode(
             self.model,
             source_ids,
@@ -155,8 +157,8 @@ class Translator(tf.Module):
             num_results=num_results,
             extra_length=self.extra_length,
             max_length=self.max_length,
-            sampler=sampler,
             scoring=self.scoring,
+            **options,
         )
 
     @tf.function(input_signature=[IDS, BEAM_SIZE, ALPHA, NUM_RESULTS])
@@ -190,11 +192,11 @@ class Translator(tf.Module):
         return self._texts(source_ids, ids, scores)
 
     def _texts(self, source_ids, ids, scores):
-        has_pieces = _has_pieces(source_ids)  # (B,)
-        translation = tf.where(has_pieces, self.tokenizer.detokenize(ids), "")
+        nonempty = has_pieces(source_ids)  # (B,)
+        translation = tf.where(nonempty, self.tokenizer.detokenize(ids), "")
         return {
             "translation": translation,
-            "score": tf.where(has_pieces, scores, 0.0),
+            "score": tf.where(nonempty, scores, 0.0),
         }
 
     @tf.function(input_signature=[TEXT])
@@ -221,8 +223,7 @@ class Translator(tf.Module):
         Returns:
             {"translation": string (B,), "score": float32 (B,)}.
         """
-        beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
-        return self._translate_text(text, beam_size, tf.maximum(alpha, 0.0))
+        return self._translate_text(text, *beam_settings(beam_size, alpha))
 
     @tf.function(input_signature=[TEXT, BEAM_SIZE, ALPHA])
     def nbest(self, text, beam_size, alpha):
@@ -236,18 +237,18 @@ class Translator(tf.Module):
         Returns:
             {"translations": string (B, K), "scores": float32 (B, K)}.
         """
-        beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
+        beam_size, alpha = beam_settings(beam_size, alpha)
         source_ids = self.source_ids(text)  # (B, S)
         ids, scores = self._beam_search(
-            source_ids, beam_size, tf.maximum(alpha, 0.0), beam_size
+            source_ids, beam_size, alpha, beam_size
         )  # (B, K, L), (B, K)
         shape = tf.shape(ids)
         flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # (B * K, L)
         texts = tf.reshape(self.tokenizer.detokenize(flat), shape[:2])  # (B, K)
-        has_pieces = _has_pieces(source_ids)[:, None]  # (B, 1)
+        nonempty = has_pieces(source_ids)[:, None]  # (B, 1)
         return {
-            "translations": tf.where(has_pieces, texts, ""),
-            "scores": tf.where(has_pieces, scores, 0.0),
+            "translations": tf.where(nonempty, texts, ""),
+            "scores": tf.where(nonempty, scores, 0.0),
         }
 
     @tf.function(
@@ -327,9 +328,9 @@ class Translator(tf.Module):
             self.model, target_ids, encoder_outputs, mask, START_ID
         )  # (B, T)
         tokens = tf.reduce_sum(tf.cast(target_ids != PAD_ID, tf.int32), axis=1)
-        empty = tf.where(_has_pieces(target_ids), -float("inf"), 0.0)  # (B,)
+        empty = tf.where(has_pieces(target_ids), -float("inf"), 0.0)  # (B,)
         scores = tf.where(
-            _has_pieces(source_ids), tf.reduce_sum(log_probs, axis=1), empty
+            has_pieces(source_ids), tf.reduce_sum(log_probs, axis=1), empty
         )  # (B,)
         return {
             "score": scores,
@@ -366,16 +367,16 @@ class Translator(tf.Module):
         """
         source_ids = self.source_ids(text)  # (B, S)
         output_ids, scores = self._decode(source_ids, self.beam_size, self.alpha)
-        has_pieces = _has_pieces(source_ids)  # (B,)
+        nonempty = has_pieces(source_ids)  # (B,)
         # A source with no pieces translates to nothing, as in `translate`.
-        output_ids = tf.where(has_pieces[:, None], output_ids, PAD_ID)  # (B, T)
+        output_ids = tf.where(nonempty[:, None], output_ids, PAD_ID)  # (B, T)
         encoder_outputs, mask = self.model.encode(source_ids)
         attention = teacher_forced_cross_attention(
             self.model, output_ids, encoder_outputs, mask, START_ID
         )  # (B, layers, h, T, S)
         return {
             "translation": self.tokenizer.detokenize(output_ids),
-            "score": tf.where(has_pieces, scores, 0.0),
+            "score": tf.where(nonempty, scores, 0.0),
             "source_pieces": self._pieces(source_ids),
             "target_pieces": self._pieces(output_ids),
             "cross_attention": attention,
@@ -396,4 +397,6 @@ class Translator(tf.Module):
             "nbest": self.nbest,
             "score": self.score,
             "sample": self.sample,
+            "controlled": self.controlled,
+            "controlled_beam": self.controlled_beam,
         }

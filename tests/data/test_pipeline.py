@@ -13,7 +13,7 @@ from keras_transformer.data import (
 )
 from keras_transformer.data.pipeline import batches_in_pass
 from keras_transformer.export import Translator
-from keras_transformer.export.translator import TEXT
+from keras_transformer.export.specs import TEXT
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,8 @@ SIGNATURES = [
     "nbest",
     "score",
     "sample",
+    "controlled",
+    "controlled_beam",
 ]
 BAD_TEXTS = ["", "   ", "z \u00e4 \u4e2d a", " ".join("abcdefghijklmnop" * 2)]
 
@@ -229,6 +231,19 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
             seed=tf.constant(11),
         ),
     }
+    rows = len(texts)
+    controls = dict(
+        text=texts,
+        prefix=tf.constant(["a b", "c "] * (rows // 2) + [""] * (rows % 2)),
+        repetition_penalty=tf.fill([rows], 1.3),
+        no_repeat_ngram_size=tf.fill([rows], 2),
+        min_length=tf.fill([rows], 3),
+        disable_unk=tf.fill([rows], True),
+    )
+    inputs["controlled"] = controls
+    inputs["controlled_beam"] = dict(
+        controls, beam_size=tf.constant(2), alpha=tf.constant(0.3)
+    )
     in_process = translator.signatures()
     for name in SIGNATURES:
         expected = in_process[name](**inputs[name])
@@ -290,7 +305,8 @@ def test_saved_model_uses_only_registered_ops(exported, tmp_path):
 
 def test_the_beam_searching_signatures_share_one_traced_search(exported):
     """`translate`, `beam`, `nbest`, `ids` and `attention` call one traced
-    beam search, so the export holds (and a load imports) its loop once."""
+    beam search, so the export holds (and a load imports) its loop once;
+    `controlled` and `controlled_beam` another."""
     saved = saved_model_pb2.SavedModel()
     with open(os.path.join(exported, "saved_model.pb"), "rb") as file:
         saved.ParseFromString(file.read())
@@ -298,12 +314,11 @@ def test_the_beam_searching_signatures_share_one_traced_search(exported):
         function.signature.name: {node.op for node in function.node_def}
         for function in saved.meta_graphs[0].graph_def.library.function
     }
-    searches = [
-        name for name in functions if name.startswith("__inference__beam_search_")
-    ]
-    assert len(searches) == 1
+    for search in ("_beam_search", "_controlled_search"):
+        prefix = f"__inference_{search}_"
+        assert len([name for name in functions if name.startswith(prefix)]) == 1
     callers = ("translate", "beam", "nbest", "translate_ids", "attention")
-    for caller in callers:
+    for caller in (*callers, "controlled", "controlled_beam"):
         (ops,) = [
             ops
             for name, ops in functions.items()

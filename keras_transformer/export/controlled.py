@@ -1,0 +1,214 @@
+"""The `Translator`'s controlled signatures: a typed prefix, a repetition
+penalty, banned repeated n-grams, a minimum length and no unknown piece,
+each given per text.
+
+Every input is one value per text (batch first), so TF Serving's batcher
+(`--enable_batching`) can put requests with different prefixes and
+settings in one batch: each row is decoded as it would be alone. The
+controls are `keras_transformer.decoding.controls`' and the prefix
+`decoding.prefix`'s, with the text rules of `export.text_prefix`.
+"""
+
+import functools
+
+import tensorflow as tf
+
+from keras_transformer.data.pipeline import has_pieces
+from keras_transformer.decoding.controls import (
+    AllowOnly,
+    MinLength,
+    NoRepeatNgram,
+    RepetitionPenalty,
+    SuppressSequences,
+)
+from keras_transformer.export.specs import (
+    ALPHA,
+    BEAM_SIZE,
+    IDS,
+    MAX_NO_REPEAT_NGRAM,
+    ROW_CONTROLS,
+    beam_settings,
+)
+from keras_transformer.export.text_prefix import TypedPrefix
+from keras_transformer.special_ids import UNKNOWN_ID
+
+_ROWS = tf.TensorSpec([None], tf.int32)
+
+
+class ControlledTranslation:
+    """The signatures `controlled` and `controlled_beam` of a `Translator`.
+
+    A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
+    `_search`, `_texts`, `beam_size`, `alpha` and `max_length`.
+
+    Per text (each input (B,)):
+        prefix: the start of the translation as typed ("" for none). The
+            translation begins with it exactly; where it ends inside a
+            word, the word may go on (token healing, `TypedPrefix`). At
+            most `max_length - 1` pieces are forced: a longer prefix is cut
+            there, reported by the output `prefix_cut`. It counts toward
+            the length limit, which is raised to its length where shorter.
+        repetition_penalty: CTRL's, > 0 (1: none), as CTranslate2's
+            `repetition_penalty`.
+        no_repeat_ngram_size: no n-gram of this size repeats, 0 (none) to
+            `specs.MAX_NO_REPEAT_NGRAM`.
+        min_length: generated pieces (the prefix's included) before the
+            end piece may come, >= 0; the length limit wins.
+        disable_unk: never generate the unknown piece.
+
+    A value out of range fails the call with an InvalidArgumentError that
+    names it. A text without pieces translates to its prefix, score 0.
+    """
+
+    @tf.function(input_signature=ROW_CONTROLS)
+    def controlled(
+        self,
+        text,
+        prefix,
+        repetition_penalty,
+        no_repeat_ngram_size,
+        min_length,
+        disable_unk,
+    ):
+        """Beam search with the default beam size and alpha, under the
+        controls each text gives (see the class docstring).
+
+        Returns:
+            {"translation": string (B,), "score": float32 (B,),
+            "prefix_cut": bool (B,)}.
+        """
+        rows = (prefix, repetition_penalty, no_repeat_ngram_size, min_length)
+        return self._controlled_texts(
+            text,
+            *rows,
+            disable_unk,
+            tf.constant(self.beam_size, tf.int32),
+            tf.constant(self.alpha, tf.float32),
+        )
+
+    @tf.function(input_signature=[*ROW_CONTROLS, BEAM_SIZE, ALPHA])
+    def controlled_beam(
+        self,
+        text,
+        prefix,
+        repetition_penalty,
+        no_repeat_ngram_size,
+        min_length,
+        disable_unk,
+        beam_size,
+        alpha,
+    ):
+        """`controlled` with a chosen beam size (clipped to [1, 64]; 1
+        gives greedy decoding's tokens) and alpha (>= 0).
+
+        `beam_size` and `alpha` are scalars: TF Serving batches only
+        `controlled`'s requests.
+
+        Returns:
+            {"translation": string (B,), "score": float32 (B,),
+            "prefix_cut": bool (B,)}.
+        """
+        rows = (prefix, repetition_penalty, no_repeat_ngram_size, min_length)
+        return self._controlled_texts(
+            text, *rows, disable_unk, *beam_settings(beam_size, alpha)
+        )
+
+    @functools.cached_property
+    def _typed_prefix(self):
+        with tf.init_scope():  # reads the vocabulary eagerly, once
+            vocab_size = self.model.config.vocab_size
+            return TypedPrefix(self.tokenizer, vocab_size, self.max_length - 1)
+
+    def _controlled_texts(
+        self, text, prefix, penalty, ngram, min_length, disable_unk, beam_size, alpha
+    ):
+        checks = _check_rows(text, prefix, penalty, ngram, min_length, disable_unk)
+        with tf.control_dependencies(checks):
+            source_ids = self.source_ids(text)  # (B, S)
+        typed = self._typed_prefix(prefix)
+        ids, scores = self._controlled_search(
+            source_ids,
+            typed["ids"],
+            typed["at"],
+            typed["allowed"],
+            penalty,
+            ngram,
+            min_length,
+            disable_unk,
+            beam_size,
+            alpha,
+        )  # (B, 1, L), (B, 1)
+        texts = self._texts(source_ids, ids[:, 0], scores[:, 0])
+        translation = self._typed_prefix.begin_as_typed(prefix, texts["translation"])
+        return {
+            "translation": tf.where(has_pieces(source_ids), translation, prefix),
+            "score": texts["score"],
+            "prefix_cut": typed["cut"],
+        }
+
+    @tf.function(
+        input_signature=[
+            IDS,
+            IDS,
+            _ROWS,
+            tf.TensorSpec([None, None], tf.bool),
+            tf.TensorSpec([None], tf.float32),
+            _ROWS,
+            _ROWS,
+            tf.TensorSpec([None], tf.bool),
+            BEAM_SIZE,
+            ALPHA,
+        ]
+    )
+    def _controlled_search(
+        self,
+        source_ids,
+        prefix_ids,
+        at,
+        allowed,
+        penalty,
+        ngram,
+        min_length,
+        disable_unk,
+        beam_size,
+        alpha,
+    ):
+        """The controlled beam search, traced once for both signatures."""
+        unknown = tf.where(disable_unk, UNKNOWN_ID, -1)[:, None, None]  # (B, 1, 1)
+        controls = [
+            RepetitionPenalty(penalty),
+            NoRepeatNgram(ngram, max_size=MAX_NO_REPEAT_NGRAM),
+            MinLength(min_length),
+            SuppressSequences(unknown),
+            AllowOnly(allowed, at),
+        ]
+        return self._search(
+            source_ids, beam_size, alpha, controls=controls, prefix=prefix_ids
+        )
+
+
+def _check_rows(text, prefix, penalty, ngram, min_length, disable_unk):
+    """Assertions that every input has a value per text, each in range."""
+    rows = tf.shape(text)[0]
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(value)[0], rows, f"{name} needs one value per text"
+        )
+        for name, value in {
+            "prefix": prefix,
+            "repetition_penalty": penalty,
+            "no_repeat_ngram_size": ngram,
+            "min_length": min_length,
+            "disable_unk": disable_unk,
+        }.items()
+    ]
+    return checks + [
+        tf.debugging.assert_positive(penalty, "repetition_penalty must be > 0"),
+        tf.debugging.assert_non_negative(ngram, "no_repeat_ngram_size must be >= 0"),
+        tf.debugging.assert_less_equal(
+            ngram,
+            MAX_NO_REPEAT_NGRAM,
+            f"no_repeat_ngram_size must be <= {MAX_NO_REPEAT_NGRAM}",
+        ),
+        tf.debugging.assert_non_negative(min_length, "min_length must be >= 0"),
+    ]

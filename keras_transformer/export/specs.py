@@ -1,0 +1,32 @@
+"""The inputs of the `Translator`'s serving signatures, in one place.
+
+A signature's inputs are what TF Serving's clients send: their names, types
+and shapes are this module's specs, and the clipping of the beam settings
+is `beam_settings`.
+"""
+
+import tensorflow as tf
+
+TEXT = tf.TensorSpec([None], tf.string, name="text")
+BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
+ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
+IDS = tf.TensorSpec([None, None], tf.int32, name="ids")
+NUM_RESULTS = tf.TensorSpec([], tf.int32, name="num_results")
+MAX_BEAM_SIZE = 64
+# The controlled signatures' inputs: one value per text, so that TF
+# Serving's batcher can put rows with different settings in one batch.
+ROW_CONTROLS = [
+    TEXT,
+    tf.TensorSpec([None], tf.string, name="prefix"),
+    tf.TensorSpec([None], tf.float32, name="repetition_penalty"),
+    tf.TensorSpec([None], tf.int32, name="no_repeat_ngram_size"),
+    tf.TensorSpec([None], tf.int32, name="min_length"),
+    tf.TensorSpec([None], tf.bool, name="disable_unk"),
+]
+MAX_NO_REPEAT_NGRAM = 8  # the largest no_repeat_ngram_size a row may ask for
+
+
+def beam_settings(beam_size, alpha):
+    """A signature's beam size clipped to [1, `MAX_BEAM_SIZE`] and its alpha
+    to >= 0."""
+    return tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE), tf.maximum(alpha, 0.0)

@@ -1,0 +1,176 @@
+"""The controlled signatures: a typed prefix kept verbatim, per-row controls,
+each row as it would be alone (TF Serving's batcher mixes rows), in process
+and from the SavedModel."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.data import train_tokenizer
+from keras_transformer.export.specs import MAX_NO_REPEAT_NGRAM
+from keras_transformer.export.text_prefix import TypedPrefix
+from keras_transformer.special_ids import END_ID
+from tests.fixtures.reversal import MAX_LENGTH
+
+pytestmark = pytest.mark.slow
+
+NEUTRAL = dict(prefix="", repetition_penalty=1.0, no_repeat_ngram_size=0, min_length=0)
+
+
+def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
+    """`controlled` (or `controlled_beam` with `beam` = (size, alpha)) on
+    `texts`; each setting one value for all rows, or a list of one a row."""
+    settings = {**NEUTRAL, **rows, "disable_unk": disable_unk}
+    inputs = {"text": tf.constant(texts, tf.string)}
+    for name, value in settings.items():
+        values = value if isinstance(value, list) else [value] * len(texts)
+        inputs[name] = tf.constant(values)
+    name = "controlled"
+    if beam is not None:
+        name = "controlled_beam"
+        inputs.update(beam_size=tf.constant(beam[0]), alpha=tf.constant(beam[1]))
+    outputs = signatures[name](**inputs)
+    return {key: value.numpy() for key, value in outputs.items()}
+
+
+def strings(array):
+    return [text.decode("utf-8") for text in array]
+
+
+@pytest.fixture(scope="module")
+def sources(held_out):
+    return [source for source, _ in held_out[:12]]
+
+
+def test_neutral_controls_give_the_plain_signatures_translations(signatures, sources):
+    plain = signatures["serving_default"](text=tf.constant(sources))
+    result = controlled(signatures, sources)
+    assert strings(result["translation"]) == strings(plain["translation"].numpy())
+    np.testing.assert_allclose(result["score"], plain["score"], atol=1e-5)
+    greedy = signatures["greedy"](text=tf.constant(sources))
+    result = controlled(signatures, sources, beam=(1, 0.0))
+    assert strings(result["translation"]) == strings(greedy["translation"].numpy())
+    np.testing.assert_allclose(result["score"], greedy["score"], atol=1e-5)
+
+
+def test_the_translation_begins_with_the_prefix_exactly_as_typed(signatures, held_out):
+    pairs = held_out[:8]
+    prefixes = []
+    for index, (_, target) in enumerate(pairs):
+        words = target.split()
+        typed = " ".join(words[: 1 + index % 3])
+        # Spacing that the tokenizer normalizes away, and a trailing space.
+        spaced = ["  " + typed, typed.replace(" ", "  "), typed + " "]
+        prefixes.append(spaced[index % 3])
+    # A prefix that is not the reversal: the search completes it anyway.
+    prefixes[-1] = "p p p "
+    texts = [source for source, _ in pairs]
+    for beam in (None, (1, 0.0)):
+        result = controlled(signatures, texts, beam=beam, prefix=prefixes)
+        translations = strings(result["translation"])
+        for prefix, translation in zip(prefixes, translations, strict=True):
+            assert translation.startswith(prefix), (prefix, translation)
+        assert not result["prefix_cut"].any()
+    # Where the prefix is the reversal's start, the rest follows the reversal.
+    result = controlled(signatures, texts[:1], prefix=pairs[0][1].split()[0] + " ")
+    assert strings(result["translation"]) == [pairs[0][1]]
+
+
+def test_a_prefix_longer_than_the_limit_is_cut_and_reported(signatures, sources):
+    long_prefix = " ".join(["a"] * (MAX_LENGTH + 4))
+    result = controlled(signatures, sources[:2], prefix=[long_prefix, "b "])
+    assert result["prefix_cut"].tolist() == [True, False]
+    translation = strings(result["translation"])[0]
+    assert translation.split() == ["a"] * (MAX_LENGTH - 1)  # no room for more
+
+
+def test_no_repeat_ngram_and_min_length_hold_in_every_output(signatures):
+    texts = ["a a b a a", "c c c", "d e d e d e"]
+    free = strings(controlled(signatures, texts)["translation"])
+    assert any(len(set(text.split())) < len(text.split()) for text in free)
+    result = controlled(signatures, texts, no_repeat_ngram_size=1)
+    for text in strings(result["translation"]):
+        assert len(set(text.split())) == len(text.split()), text
+    result = controlled(signatures, texts, min_length=10)
+    for text in strings(result["translation"]):
+        assert len(text.split()) >= 10 - 1, text  # the end token is the 10th
+
+
+def test_each_row_is_translated_as_it_would_be_alone(signatures, sources):
+    """What TF Serving's batcher relies on: rows with different settings."""
+    rows = dict(
+        prefix=["", "a ", "b", "", "c d ", ""],
+        repetition_penalty=[1.0, 1.5, 1.0, 3.0, 1.0, 1.2],
+        no_repeat_ngram_size=[0, 2, 0, 1, 3, 0],
+        min_length=[0, 0, 9, 0, 2, 12],
+        disable_unk=[False, True, False, True, False, False],
+    )
+    texts = sources[:6]
+    for beam in (None, (1, 0.0), (3, 1.0)):
+        batch = controlled(signatures, texts, beam=beam, **rows)
+        for index, text in enumerate(texts):
+            one = {name: [values[index]] for name, values in rows.items()}
+            alone = controlled(signatures, [text], beam=beam, **one)
+            assert strings(alone["translation"]) == strings(
+                batch["translation"][index : index + 1]
+            )
+            np.testing.assert_allclose(alone["score"], batch["score"][index], atol=1e-5)
+
+
+def test_a_text_without_pieces_translates_to_its_prefix(signatures):
+    result = controlled(signatures, ["", "  "], prefix=["", "p o"])
+    assert strings(result["translation"]) == ["", "p o"]
+    np.testing.assert_array_equal(result["score"], [0.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        (dict(repetition_penalty=0.0), "repetition_penalty must be > 0"),
+        (dict(no_repeat_ngram_size=-1), "no_repeat_ngram_size must be >= 0"),
+        (
+            dict(no_repeat_ngram_size=MAX_NO_REPEAT_NGRAM + 1),
+            f"no_repeat_ngram_size must be <= {MAX_NO_REPEAT_NGRAM}",
+        ),
+        (dict(min_length=-2), "min_length must be >= 0"),
+        (dict(prefix=["a"]), "prefix needs one value per text"),
+    ],
+)
+def test_bad_values_fail_with_a_message_that_names_them(
+    signatures, sources, setting, message
+):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        controlled(signatures, sources[:2], **setting)
+
+
+@pytest.fixture(scope="module")
+def words_tokenizer():
+    texts = ["the house is big", "a household", "the hose", "he has a horse"]
+    return train_tokenizer(texts * 40, vocab_size=40, byte_fallback=False)
+
+
+def test_typed_prefix_forces_whole_words_and_heals_the_last_one(words_tokenizer):
+    """Against a reference over the vocabulary's strings."""
+    vocab = [piece for piece in words_tokenizer.pieces()[1]]
+    typed = TypedPrefix(words_tokenizer, len(vocab), max_pieces=3)
+    texts = ["the ho", "the house ", "", "ho", "a house is big"]
+    inputs = {key: value.numpy() for key, value in typed(tf.constant(texts)).items()}
+    for row, text in enumerate(texts):
+        pieces = words_tokenizer.tokenize([text]).to_list()[0]
+        cut = len(pieces) > 3
+        pieces = pieces[:3]
+        assert inputs["cut"][row] == cut
+        heal = bool(pieces) and not text.endswith(" ") and not cut
+        forced = pieces[:-1] if heal else pieces
+        assert [int(i) for i in inputs["ids"][row] if i] == forced, text
+        if not pieces or cut:
+            assert inputs["at"][row] == -1
+            continue
+        assert inputs["at"][row] == len(forced)
+        wanted = vocab[pieces[-1]] if heal else "\u2581"
+        expected = [piece.startswith(wanted) for piece in vocab]
+        if not heal:
+            expected[END_ID] = True
+        assert inputs["allowed"][row].tolist() == expected, text
+    # "ho" heals to every piece that begins with it: the word may go on.
+    assert inputs["allowed"][3].sum() > 1
