@@ -20,6 +20,7 @@ PAGES = [README, *sorted(GUIDES.glob("*.md"))]
 CONTINUES = {
     "several-devices.md": "training-your-own-text.md",
     "serving.md": "training-your-own-text.md",
+    "controlling-the-translation.md": "training-your-own-text.md",
 }
 FENCE = re.compile(r"^```(\S*)\n(.*?)^```", flags=re.S | re.M)
 NOT_RUN = re.compile(r"<!-- not run: \S.* -->")

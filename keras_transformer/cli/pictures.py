@@ -32,7 +32,7 @@ def add_attention_parser(commands):
 def attention(args):
     import tensorflow as tf
 
-    from keras_transformer.export.streaming import load_export
+    from keras_transformer.export.engines import load_export
     from keras_transformer.plots import (
         attention_figure,
         save_figure,

@@ -5,6 +5,7 @@ The export functions name their arguments in their errors (`n_best`,
 `--beam-size`).
 """
 
+import contextlib
 import functools
 import os
 import re
@@ -22,7 +23,11 @@ _FLAGS = {
         "beam_size",
         "long_inputs",
         "max_input_length",
+        "min_length",
         "n_best",
+        "no_repeat_ngram_size",
+        "prefixes",
+        "repetition_penalty",
         "sampling",
         "temperature",
         "threads",
@@ -121,6 +126,39 @@ def add_translate_parser(commands):
         "their signatures) on stderr at the end",
     )
     parser.add_argument(
+        "--prefixes",
+        metavar="FILE",
+        help="a typed prefix per input line (an empty line for none): each "
+        "translation begins with it exactly, and the search completes it; a "
+        "prefix that ends inside a word lets the word go on (token healing, "
+        "SavedModel exports)",
+    )
+    parser.add_argument(
+        "--repetition-penalty",
+        type=float,
+        metavar="F",
+        help="CTRL's repetition penalty, > 1 discourages repeated pieces "
+        "(default: 1, none)",
+    )
+    parser.add_argument(
+        "--no-repeat-ngram-size",
+        type=int,
+        metavar="N",
+        help="no N pieces in a row occur twice in a translation (default: 0, none)",
+    )
+    parser.add_argument(
+        "--min-length",
+        type=int,
+        metavar="N",
+        help="at least N pieces (a prefix's included) before a translation may "
+        "end, unless its length limit comes first (default: 0)",
+    )
+    parser.add_argument(
+        "--disable-unk",
+        action="store_true",
+        help="never generate the unknown piece",
+    )
+    parser.add_argument(
         "--n-best",
         type=int,
         metavar="K",
@@ -155,6 +193,7 @@ def translate(args):
 
     if args.threads < 0:
         raise ValueError(f"--threads must be >= 0 (0: all cores), got {args.threads}.")
+    controls = _controls(args)
     if args.n_best is None and args.sampling is None:
         if (args.temperature, args.seed) != (None, None):
             raise ValueError("--temperature and --seed go with --sampling.")
@@ -169,6 +208,7 @@ def translate(args):
             long_inputs=args.long_inputs,
             max_input_length=args.max_input_length,
             references=_references(args.reference),
+            controls=controls,
         )
     else:
         if args.reference is not None or args.max_input_length is not None:
@@ -176,26 +216,53 @@ def translate(args):
                 "--reference and --max-input-length go with one translation a "
                 "line, not with --n-best or --sampling."
             )
+        if args.prefixes is not None or not controls.neutral:
+            raise ValueError(
+                "--prefixes and the repetition and length controls go with one "
+                "translation a line, not with --n-best or --sampling."
+            )
         write = functools.partial(
             hypotheses.write_hypotheses,
             _hypotheses_function(args),
             output=sys.stdout,
             n_best=args.n_best is not None,
         )
-    source = args.inputs[0] if len(args.inputs) == 1 else None
-    if not args.inputs or source == "-":
-        if sys.stdin.isatty():  # interactive: a line in, its translation out
-            scores = write(sys.stdin.buffer, batch_size=1, window=1)
-        else:
-            scores = write(sys.stdin.buffer, batch_size=args.batch_size)
-    elif source is not None and os.path.isfile(source):
-        with open(source, "rb") as file:
-            scores = write(file, batch_size=args.batch_size, total=_count_lines(file))
-    else:
-        texts = [text.encode("utf-8") for text in args.inputs]
-        scores = write(texts, batch_size=args.batch_size)
+    with contextlib.ExitStack() as stack:
+        if args.prefixes is not None:
+            prefixes = stack.enter_context(open(args.prefixes, "rb"))
+            write = functools.partial(write, prefixes=prefixes)
+        scores = _write_inputs(write, args.inputs, args.batch_size)
     if scores is not None:
         print(format_scores(scores), file=sys.stderr)
+
+
+def _write_inputs(write, inputs, batch_size):
+    """`write` of `translate`'s inputs: stdin, a file, or sentences."""
+    source = inputs[0] if len(inputs) == 1 else None
+    if not inputs or source == "-":
+        if sys.stdin.isatty():  # interactive: a line in, its translation out
+            return write(sys.stdin.buffer, batch_size=1, window=1)
+        return write(sys.stdin.buffer, batch_size=batch_size)
+    if source is not None and os.path.isfile(source):
+        with open(source, "rb") as file:
+            return write(file, batch_size=batch_size, total=_count_lines(file))
+    texts = [text.encode("utf-8") for text in inputs]
+    return write(texts, batch_size=batch_size)
+
+
+def _controls(args):
+    """The `ControlSettings` of `translate`'s flags."""
+    from keras_transformer.export.control_settings import ControlSettings
+
+    given = {
+        "repetition_penalty": args.repetition_penalty,
+        "no_repeat_ngram_size": args.no_repeat_ngram_size,
+        "min_length": args.min_length,
+        "disable_unk": args.disable_unk or None,
+    }
+    return ControlSettings(
+        **{name: value for name, value in given.items() if value is not None}
+    )
 
 
 def _references(path):

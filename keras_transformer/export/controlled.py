@@ -21,11 +21,11 @@ from keras_transformer.decoding.controls import (
     RepetitionPenalty,
     SuppressSequences,
 )
+from keras_transformer.export.control_settings import MAX_NO_REPEAT_NGRAM
 from keras_transformer.export.specs import (
     ALPHA,
     BEAM_SIZE,
     IDS,
-    MAX_NO_REPEAT_NGRAM,
     ROW_CONTROLS,
     beam_settings,
 )
@@ -51,7 +51,7 @@ class ControlledTranslation:
         repetition_penalty: CTRL's, > 0 (1: none), as CTranslate2's
             `repetition_penalty`.
         no_repeat_ngram_size: no n-gram of this size repeats, 0 (none) to
-            `specs.MAX_NO_REPEAT_NGRAM`.
+            `control_settings.MAX_NO_REPEAT_NGRAM`.
         min_length: generated pieces (the prefix's included) before the
             end piece may come, >= 0; the length limit wins.
         disable_unk: never generate the unknown piece.

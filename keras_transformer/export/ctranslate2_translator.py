@@ -5,6 +5,7 @@ import os
 
 from keras_transformer.data.tokenizer import sentencepiece_processors
 from keras_transformer.decoding_defaults import decoding_settings, is_greedy
+from keras_transformer.export.control_settings import ControlSettings
 from keras_transformer.export.ctranslate2_model import (
     SETTINGS_FILE,
     import_ctranslate2,
@@ -34,6 +35,14 @@ class CTranslate2Translator:
     ((5 + length) / 6) ** alpha, and it stops once `beam_size` hypotheses
     have ended, where `beam_search` stops once no alive beam can win. A
     beam size of 1 is greedy decoding here, whatever alpha.
+
+    One of the engines of `export.engines`. A typed prefix is CTranslate2's
+    `target_prefix`: its pieces, all forced (CTranslate2 cannot restrict
+    one step's pieces, so a prefix that ends inside a word is not healed
+    as the SavedModel's is), at most `max_length - 1` of them; the
+    translation begins with the prefix as typed. The controls are
+    CTranslate2's options of the same meaning (`repetition_penalty`,
+    `no_repeat_ngram_size`, `min_decoding_length`, `disable_unk`).
 
     Args:
         path: the export's folder.
@@ -69,8 +78,20 @@ class CTranslate2Translator:
         self.translator = ctranslate2.Translator(
             path, inter_threads=1, intra_threads=self.threads
         )
+        self.prefixes_cut = 0
 
-    def translate(self, texts, beam_size=None, alpha=None):
+    def set_seed(self, seed):
+        """The seed of CTranslate2's draws (process-wide)."""
+        import_ctranslate2().set_random_seed(seed)
+
+    def source_limit(self):
+        """The SentencePiece processor of the sources and the most source
+        pieces the model reads."""
+        return self.tokenizer, self.max_length - 1
+
+    def translate(
+        self, texts, beam_size=None, alpha=None, prefixes=None, controls=None
+    ):
         """Translates `texts` (str), with the export's settings unless given.
 
         Args:
@@ -78,6 +99,8 @@ class CTranslate2Translator:
             beam_size: beams, 1 for greedy decoding; None for the export's.
             alpha: the length-penalty exponent (CTranslate2's
                 `length_penalty`), >= 0; None for the export's.
+            prefixes: None, or a typed prefix per text ("" for none).
+            controls: None, or a `ControlSettings` for all texts.
 
         Returns:
             A list of str, a translation per text.
@@ -85,7 +108,15 @@ class CTranslate2Translator:
         Raises:
             ValueError: `beam_size` < 1 or `alpha` < 0.
         """
-        results = self.hypotheses(texts, 1, beam_size, alpha, _one_greedy_call=True)
+        results = self.hypotheses(
+            texts,
+            1,
+            beam_size,
+            alpha,
+            prefixes=prefixes,
+            controls=controls,
+            _one_greedy_call=True,
+        )
         return [hypotheses[0][1] for hypotheses in results]
 
     def hypotheses(
@@ -96,6 +127,8 @@ class CTranslate2Translator:
         alpha=None,
         sampling=None,
         temperature=1.0,
+        prefixes=None,
+        controls=None,
         _one_greedy_call=False,
     ):
         """The `n_best` best translations of each text, with their scores.
@@ -116,6 +149,8 @@ class CTranslate2Translator:
                 probability reaches P (`sampling_topk`, `sampling_topp`),
                 instead of searching; `beam_size` must then be 1.
             temperature: the logits are divided by it before sampling.
+            prefixes: as in `translate`.
+            controls: as in `translate`.
 
         Returns:
             A list, per text, of `n_best` (score, translation) pairs, best
@@ -147,6 +182,14 @@ class CTranslate2Translator:
             max_input_length=0,  # truncated in `_pieces`
             return_end_token=True,  # counted in the length penalty
         )
+        controls = controls or ControlSettings()
+        if not controls.neutral:
+            options.update(
+                repetition_penalty=controls.repetition_penalty,
+                no_repeat_ngram_size=controls.no_repeat_ngram_size,
+                min_decoding_length=controls.min_length,
+                disable_unk=controls.disable_unk,
+            )
         if sampling is not None:
             kind, value = sampling
             options["sampling_" + kind] = value
@@ -154,8 +197,9 @@ class CTranslate2Translator:
             if kind == "topp":  # otherwise CTranslate2 also keeps only the top 1
                 options["sampling_topk"] = 0
         pieces = self._pieces(texts)
-        results = [[(0.0, "")] * n_best * copies for _ in texts]
-        by_limit = self._by_limit(pieces)
+        forced = self._prefix_pieces(prefixes, len(texts))
+        results = [[(0.0, typed)] * n_best * copies for typed in forced.typed]
+        by_limit = self._by_limit(pieces, forced.pieces)
         if _one_greedy_call and is_greedy(beam_size) and sampling is None:
             # For `translate`, whose scores are not returned: greedy tokens do
             # not depend on the limit, so one call with the largest one, each
@@ -165,6 +209,10 @@ class CTranslate2Translator:
         else:
             own = None
         for limit, indices in by_limit.items():
+            if prefixes is not None:
+                options["target_prefix"] = [
+                    forced.pieces[index] for index in indices for _ in range(copies)
+                ]
             batch = self.translator.translate_batch(
                 [pieces[index] for index in indices for _ in range(copies)],
                 max_decoding_length=limit,
@@ -175,13 +223,32 @@ class CTranslate2Translator:
                 # The start, end and padding pieces decode to nothing.
                 cut = own[index] if own else None
                 results[index] = [
-                    (score, self.target_tokenizer.decode(hypothesis[:cut]))
+                    (score, forced.begin_as_typed(index, self._text(hypothesis[:cut])))
                     for result in drawn
                     for score, hypothesis in zip(
                         result.scores, result.hypotheses, strict=True
                     )
                 ]
         return results
+
+    def _text(self, pieces):
+        return self.target_tokenizer.decode(pieces)
+
+    def _prefix_pieces(self, prefixes, count):
+        """The `_ForcedPrefixes` of `prefixes` (None: none) for `count` texts."""
+        if prefixes is None:
+            prefixes = [""] * count
+        if len(prefixes) != count:
+            raise ValueError(
+                f"{count} texts but {len(prefixes)} prefixes; give one each."
+            )
+        limit = self.max_length - 1
+        pieces = [self.target_tokenizer.encode(p, out_type=str) for p in prefixes]
+        cut = [len(row) > limit for row in pieces]
+        self.prefixes_cut += sum(cut)
+        pieces = [row[:limit] for row in pieces]
+        detokenized = [self._text(row) for row in pieces]
+        return _ForcedPrefixes(list(prefixes), pieces, detokenized, cut)
 
     def score(self, sources, targets):
         """Forced decoding: the log-probability of each target given its source.
@@ -225,14 +292,35 @@ class CTranslate2Translator:
             for text in texts
         ]
 
-    def _by_limit(self, pieces):
-        """Output limit -> indices of the sources with pieces that have it."""
+    def _by_limit(self, pieces, prefixes):
+        """Output limit -> indices of the sources with pieces that have it;
+        a limit is raised to the source's prefix's pieces where shorter."""
         by_limit = {}
-        for index, source in enumerate(pieces):
+        for index, (source, prefix) in enumerate(zip(pieces, prefixes, strict=True)):
             if source:
                 limit = min(len(source) + 1 + self.extra_length, self.max_length)
-                by_limit.setdefault(limit, []).append(index)
+                by_limit.setdefault(max(limit, len(prefix)), []).append(index)
         return by_limit
+
+
+class _ForcedPrefixes:
+    """Typed prefixes, their forced pieces, those pieces detokenized, and
+    which were cut."""
+
+    def __init__(self, typed, pieces, detokenized, cut):
+        self.typed = typed
+        self.pieces = pieces
+        self.detokenized = detokenized
+        self.cut = cut
+
+    def begin_as_typed(self, index, translation):
+        """`translation` with text `index`'s prefix as typed in place of its
+        detokenized pieces: `TypedPrefix.begin_as_typed`'s rule."""
+        typed, start = self.typed[index], self.detokenized[index]
+        if self.cut[index] or not translation.startswith(start):
+            return translation
+        rest = translation[len(start) :]
+        return typed + (rest.lstrip() if typed[-1:].isspace() else rest)
 
 
 def _cores():

@@ -13,15 +13,10 @@ kinds of export answer: a SavedModel through its `nbest`, `sample`
 import itertools
 import random
 
-import tensorflow as tf
-
-from keras_transformer.decoding_defaults import decoding_settings
-from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
-from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
+from keras_transformer.export.engines import open_export
 from keras_transformer.export.streaming import (
     SORT_WINDOW,
     decoded_lines,
-    load_export,
     translate_batches,
 )
 
@@ -82,86 +77,19 @@ def hypotheses_function(
         raise ValueError(f"n_best must be >= 1, got {n_best}.")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
-    if seed is None:
-        seed = random.randrange(2**31)
-    if is_ctranslate2_export(path):
-        translator = CTranslate2Translator(path)
-        if sampling is not None:
-            import ctranslate2
-
-            ctranslate2.set_random_seed(seed)
-        if sampling is None and beam_size is None:
-            beam_size = max(translator.beam_size, n_best)
-        _check_n_best(n_best, beam_size, sampling)
-        return lambda texts: translator.hypotheses(
-            texts, n_best, beam_size, alpha, sampling, temperature
-        )
-    export = load_export(path)
+    engine = open_export(path)
     if sampling is not None:
-        return _samples_function(export, path, n_best, sampling, temperature, seed)
-    if "nbest" not in export.signatures:
-        raise ValueError(f"{path} has no nbest signature; export the model again.")
-    saved = {name: value.numpy() for name, value in export.defaults.items()}
-    if beam_size is None:
-        beam_size = max(int(saved["beam_size"]), n_best)
-    beam_size, alpha = decoding_settings(beam_size, alpha, saved)
-    _check_n_best(n_best, beam_size, None)
-    run = export.signatures["nbest"]
-
-    def nbest(texts):
-        outputs = run(
-            text=tf.constant(texts, tf.string),
-            beam_size=tf.constant(beam_size),
-            alpha=tf.constant(alpha),
-        )
-        return [
-            [
-                (float(score), text.decode("utf-8"))
-                for score, text in zip(scores[:n_best], translations, strict=False)
-            ]
-            for scores, translations in zip(
-                outputs["scores"].numpy(), outputs["translations"].numpy(), strict=True
-            )
-        ]
-
-    return nbest
-
-
-def _samples_function(export, path, n_best, sampling, temperature, seed):
-    """`n_best` draws per text from a SavedModel's `sample` signature."""
-    if "sample" not in export.signatures:
-        raise ValueError(f"{path} has no sample signature; export the model again.")
-    run = export.signatures["sample"]
-    kind, value = sampling
-    settings = {
-        "top_k": tf.constant(value if kind == "topk" else 0),
-        "top_p": tf.constant(float(value) if kind == "topp" else 1.0),
-        "temperature": tf.constant(float(temperature)),
-    }
-    calls = itertools.count()
-
-    def samples(texts):
-        # Each text n_best times in one batch: every row draws on its own.
-        repeated = [text for text in texts for _ in range(n_best)]
-        outputs = run(
-            text=tf.constant(repeated, tf.string),
-            seed=tf.constant((seed + next(calls)) % 2**31),
-            **settings,
-        )
-        drawn = list(
-            zip(
-                outputs["score"].numpy().tolist(),
-                (text.decode("utf-8") for text in outputs["translation"].numpy()),
-                strict=True,
-            )
-        )
-        return [drawn[i : i + n_best] for i in range(0, len(drawn), n_best)]
-
-    return samples
+        engine.set_seed(random.randrange(2**31) if seed is None else seed)
+    elif beam_size is None and engine.beam_size is not None:
+        beam_size = max(engine.beam_size, n_best)
+    _check_n_best(n_best, beam_size, sampling)
+    return lambda texts: engine.hypotheses(
+        texts, n_best, beam_size, alpha, sampling, temperature
+    )
 
 
 def _check_n_best(n_best, beam_size, sampling):
-    if sampling is None and n_best > beam_size:
+    if sampling is None and beam_size is not None and n_best > beam_size:
         raise ValueError(
             f"n_best {n_best} needs beam_size >= {n_best}, got {beam_size}."
         )
@@ -221,27 +149,7 @@ def score_function(path):
     decoding (`Translator.score`, CTranslate2's `score_batch`), `tokens`
     its pieces + 1 (the end id).
     """
-    if is_ctranslate2_export(path):
-        return CTranslate2Translator(path).score
-    export = load_export(path)
-    if "score" not in export.signatures:
-        raise ValueError(f"{path} has no score signature; export the model again.")
-    run = export.signatures["score"]
-
-    def score(sources, targets):
-        outputs = run(
-            source=tf.constant(sources, tf.string),
-            target=tf.constant(targets, tf.string),
-        )
-        return list(
-            zip(
-                outputs["score"].numpy().tolist(),
-                outputs["tokens"].numpy().tolist(),
-                strict=True,
-            )
-        )
-
-    return score
+    return open_export(path).score
 
 
 def score_lines(path, sources, targets, output, batch_size=32, total=None):

@@ -107,9 +107,13 @@ def _cut(text, tokenizer, budget):
 class LongInputs:
     """A translation function that splits (or cuts and counts) long sources.
 
+    Called with a typed prefix per text (`prefixes`), it hands the first
+    part of a split text that text's prefix, and the other parts none.
+
     Args:
         translate: a function of a list of str to a list of str (the
-            engine: it cuts a source to `limit` pieces itself).
+            engine: it cuts a source to `limit` pieces itself), and of
+            `prefixes` by keyword where they are given.
         tokenizer: the model's `sentencepiece.SentencePieceProcessor`.
         limit: the most source pieces the model reads (`max_length - 1`).
         policy: "split" (each part of a long source is translated, and the
@@ -152,26 +156,41 @@ class LongInputs:
         self.long_lines = 0
         self.lines = 0
 
-    def __call__(self, texts):
+    def __call__(self, texts, prefixes=None):
         if self.policy == "truncate":
             for text in texts:
                 self.lines += 1
                 if len(self.tokenizer.encode(text)) > self.limit:
                     self._count_cut()
-            return self.translate(texts)
+            return self._translate(texts, prefixes)
         parts = [split_text(text, self.tokenizer, self.limit) for text in texts]
         self.lines += len(texts)
         self.long_lines += sum(len(text_parts) > 1 for text_parts in parts)
         flat = [part for text_parts in parts for part in text_parts]
+        flat_prefixes = None
+        if prefixes is not None:
+            flat_prefixes = [
+                prefix if index == 0 else ""
+                for text_parts, prefix in zip(parts, prefixes, strict=True)
+                for index in range(len(text_parts))
+            ]
         translations = []
         for first in range(0, len(flat), self.batch_size):
-            translations += self.translate(flat[first : first + self.batch_size])
+            batch = slice(first, first + self.batch_size)
+            translations += self._translate(
+                flat[batch], flat_prefixes and flat_prefixes[batch]
+            )
         joined, first = [], 0
         for text_parts in parts:
             pieces = translations[first : first + len(text_parts)]
             joined.append(" ".join(piece for piece in pieces if piece))
             first += len(text_parts)
         return joined
+
+    def _translate(self, texts, prefixes):
+        if prefixes is None:
+            return self.translate(texts)
+        return self.translate(texts, prefixes=prefixes)
 
     def _count_cut(self):
         self.long_lines += 1

@@ -23,7 +23,6 @@ ROW_CONTROLS = [
     tf.TensorSpec([None], tf.int32, name="min_length"),
     tf.TensorSpec([None], tf.bool, name="disable_unk"),
 ]
-MAX_NO_REPEAT_NGRAM = 8  # the largest no_repeat_ngram_size a row may ask for
 
 
 def beam_settings(beam_size, alpha):

@@ -1,57 +1,29 @@
 """Translating a stream of lines with an export, batch by batch.
 
 Both kinds of export translate: a SavedModel (`export_translator`) and a
-CTranslate2 model (`export_ctranslate2`).
+CTranslate2 model (`export_ctranslate2`), through the one interface of
+`export.engines`.
 """
 
-import functools
 import itertools
-import os
 import sys
 
 import tensorflow as tf
 
-from keras_transformer.data.tokenizer import sentencepiece_processors
-from keras_transformer.decoding_defaults import decoding_settings
-from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
-from keras_transformer.export.ctranslate2_translator import CTranslate2Translator
+from keras_transformer.export.engines import open_export
 from keras_transformer.export.long_inputs import LongInputs, check_policy
-from keras_transformer.export.saved_model import VOCABULARY_FILE
-
-
-def load_export(path, threads=None):
-    """Loads the SavedModel of an export's version folder, with clear errors.
-
-    `threads`: TensorFlow's CPU threads (`set_threads`), set once the path
-    is found to hold a SavedModel.
-
-    Raises:
-        FileNotFoundError: nothing at `path`.
-        ValueError: `path` is the model folder of `export_translator`
-            (holding version folders) or holds no SavedModel.
-    """
-    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"No export at {path}.")
-    if not os.path.exists(os.path.join(path, "saved_model.pb")):
-        versions = sorted(
-            (int(name) for name in os.listdir(path) if name.isdigit()), reverse=True
-        )
-        if versions:
-            raise ValueError(
-                f"{path} holds the versions {versions}; pass one, e.g. "
-                f"{os.path.join(path, str(versions[0]))}."
-            )
-        raise ValueError(f"{path} holds no SavedModel (saved_model.pb).")
-    set_threads(threads)
-    return tf.saved_model.load(path)
 
 
 def translation_function(
-    path, signature="serving_default", beam_size=None, alpha=None, threads=None
+    path,
+    signature="serving_default",
+    beam_size=None,
+    alpha=None,
+    threads=None,
+    controls=None,
 ):
-    """A function of a list of str that returns their translations.
+    """A function of a list of str (and, by keyword, a prefix per text) that
+    returns their translations.
 
     A source longer than the model's limit is cut there, as the export
     does; `long_inputs_function` splits it instead.
@@ -61,16 +33,19 @@ def translation_function(
             or a CTranslate2 model folder (`export_ctranslate2`).
         signature: "serving_default" (beam search with the export's settings)
             or "greedy".
-        beam_size, alpha: beam search with these instead (the `beam`
-            signature); one left None takes the export's value.
-        threads: CPU threads of the engine (`set_threads`); None leaves
-            the engine's default (all cores).
+        beam_size, alpha: beam search with these instead; one left None
+            takes the export's value.
+        threads: CPU threads of the engine (`engines.set_threads`); None
+            leaves the engine's default (all cores).
+        controls: None, or a `ControlSettings` for every text.
 
     Returns:
-        A function of a list of str (B,) -> a list of str (B,).
+        A function `translate(texts, prefixes=None)` of a list of str (B,)
+        (and of a typed prefix per text) -> a list of str (B,). Its
+        attribute `engine` is the export's engine (`engines.open_export`).
     """
-    translate, _ = _open_export(path, signature, beam_size, alpha, threads)
-    return translate
+    engine = open_export(path, threads)
+    return _engine_function(engine, signature, beam_size, alpha, controls)
 
 
 def long_inputs_function(
@@ -82,11 +57,12 @@ def long_inputs_function(
     beam_size=None,
     alpha=None,
     threads=None,
+    controls=None,
 ):
     """`translation_function` that splits (or cuts and counts) long sources.
 
     Args:
-        path, signature, beam_size, alpha, threads: see
+        path, signature, beam_size, alpha, threads, controls: see
             `translation_function`.
         policy: "split" or "truncate" (cut, and counted), see `LongInputs`.
         batch_size: the most texts per engine call.
@@ -94,109 +70,39 @@ def long_inputs_function(
             pieces (at most, and by default, the model's limit).
 
     Returns:
-        A `LongInputs`: a function of a list of str (B,) -> a list of str
-        (B,), whose `summary()` counts the long lines.
+        A `LongInputs`: a function of a list of str (B,) (and of a prefix
+        per text) -> a list of str (B,), whose `summary()` counts the long
+        lines.
     """
     check_policy(policy)
-    translate, source_limit = _open_export(path, signature, beam_size, alpha, threads)
-    tokenizer, limit = source_limit()
+    translate = translation_function(
+        path, signature, beam_size, alpha, threads, controls
+    )
+    tokenizer, limit = translate.engine.source_limit()
     return LongInputs(translate, tokenizer, limit, policy, batch_size, max_input_length)
 
 
-def _open_export(path, signature, beam_size, alpha, threads):
-    """`(translate, source_limit)` of an export: its translation function and
-    a function that returns its SentencePiece processor and the most source
-    pieces it reads."""
-    if (beam_size, alpha) != (None, None) and signature != "serving_default":
-        raise ValueError(
-            "beam_size and alpha go with the serving_default signature (beam "
-            f"search), not {signature!r}."
-        )
-    if beam_size is not None and beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
-    if threads is not None and threads < 0:
-        raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}.")
-    if is_ctranslate2_export(path):
-        translator = CTranslate2Translator(path, threads=threads)
-        translate = _ctranslate2_function(translator, signature, beam_size, alpha)
-        return translate, lambda: (translator.tokenizer, translator.max_length - 1)
-    export = load_export(path, threads)
-    run = _saved_model_function(export, signature, beam_size, alpha)
-
-    def translate(texts):
-        texts = run(tf.constant(texts, tf.string)).numpy()
-        return [text.decode("utf-8") for text in texts]
-
-    return translate, lambda: _saved_model_limit(export, path)
-
-
-def set_threads(threads):
-    """Runs TensorFlow's ops on `threads` CPU threads (0: all cores).
-
-    Sets the intra-op and inter-op thread pools, which TensorFlow reads
-    when it first runs something; afterwards (in a Python session that
-    ran TensorFlow already) a different count only warns on stderr.
-    """
-    if threads is None:
-        return
-    threading = tf.config.threading
-    current = threading.get_intra_op_parallelism_threads()
-    if current == threads == threading.get_inter_op_parallelism_threads():
-        return
-    try:
-        threading.set_intra_op_parallelism_threads(threads)
-        threading.set_inter_op_parallelism_threads(threads)
-    except RuntimeError:  # TensorFlow has started its thread pools
-        print(
-            f"warning: TensorFlow runs already; threads={threads} is not applied",
-            file=sys.stderr,
-        )
-
-
-def _saved_model_limit(export, path):
-    """The SentencePiece processor of a SavedModel export and the most
-    source pieces its model reads."""
-    tokenizer, _ = sentencepiece_processors(
-        os.path.join(path, "assets", VOCABULARY_FILE)
-    )
-    limit = getattr(export, "max_source_pieces", None)
-    if limit is not None:
-        return tokenizer, int(limit.numpy())
-    # An export from before the limit was saved: the `attention` signature
-    # shows how many pieces (and the end id) of a long source it reads.
-    probe = tf.constant([" ".join(["a"] * 4096)])
-    pieces = export.signatures["attention"](text=probe)["source_pieces"]
-    return tokenizer, int(pieces.shape[1]) - 1
-
-
-def _saved_model_function(export, signature, beam_size, alpha):
-    """`translation_function` of a loaded SavedModel: bytes (B,) -> bytes (B,)."""
-    if beam_size is None and alpha is None:
-        run = export.signatures[signature]
-        return lambda texts: run(text=texts)["translation"]
-    defaults = getattr(export, "defaults", None)
-    if defaults is None and None in (beam_size, alpha):
-        raise ValueError(
-            "This export records no decoding settings; give both beam_size and alpha."
-        )
-    saved = {name: value.numpy() for name, value in (defaults or {}).items()}
-    beam_size, alpha = decoding_settings(beam_size, alpha, saved)
-    run = export.signatures["beam"]
-    return lambda texts: run(
-        text=texts, beam_size=tf.constant(beam_size), alpha=tf.constant(alpha)
-    )["translation"]
-
-
-def _ctranslate2_function(translator, signature, beam_size, alpha):
-    """`translation_function` of a `CTranslate2Translator`: str (B,) -> str (B,)."""
+def _engine_function(engine, signature, beam_size, alpha, controls):
+    """`translation_function` of an opened engine."""
     if signature not in ("serving_default", "greedy"):
         raise ValueError(
-            "A CTranslate2 export translates with the serving_default or greedy "
-            f"signature, not {signature!r}."
+            f"signature must be serving_default or greedy, got {signature!r}."
         )
     if signature == "greedy":
+        if (beam_size, alpha) != (None, None):
+            raise ValueError(
+                "beam_size and alpha go with the serving_default signature (beam "
+                "search), not 'greedy'."
+            )
         beam_size, alpha = 1, 0.0
-    return functools.partial(translator.translate, beam_size=beam_size, alpha=alpha)
+    if beam_size is not None and beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
+
+    def translate(texts, prefixes=None):
+        return engine.translate(texts, beam_size, alpha, prefixes, controls)
+
+    translate.engine = engine
+    return translate
 
 
 def signature_texts(signature):
@@ -314,6 +220,8 @@ def translate_lines(
     references=None,
     max_input_length=None,
     window=SORT_WINDOW,
+    prefixes=None,
+    controls=None,
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
@@ -338,6 +246,12 @@ def translate_lines(
         references: None, or a list of str, a reference per line.
         window: lines read ahead and sorted by length (1: each line is
             translated before the next is read, for a terminal).
+        prefixes: None, or an iterable of bytes, a typed prefix per line
+            (an empty one for none): each translation begins with its
+            line's prefix as typed. A split line's prefix goes with its
+            first part. Prefixes longer than the model's limit are cut,
+            and counted on stderr at the end.
+        controls: None, or a `ControlSettings` for every line.
 
     Returns:
         None, or with `references`, `corpus_scores` of the translations.
@@ -353,10 +267,16 @@ def translate_lines(
         beam_size,
         alpha,
         threads,
+        controls,
     )
+    engine = translate.translate.engine  # the export's, see `translation_function`
+    texts, run = decoded_lines(lines), translate
+    if prefixes is not None:
+        texts = _with_prefixes(texts, decoded_lines(prefixes))
+        run = lambda pairs: translate(*map(list, zip(*pairs, strict=True)))  # noqa: E731
     translations = [] if references is not None else None
     for ahead in translate_batches(
-        translate, decoded_lines(lines), batch_size, total, window=window
+        run, texts, batch_size, total, window=window, key=_text_length
     ):
         output.write("".join(translation + "\n" for translation in ahead))
         output.flush()
@@ -364,8 +284,39 @@ def translate_lines(
             translations += ahead
     if translate.summary():
         print(translate.summary(), file=sys.stderr)
+    if engine.prefixes_cut:
+        print(
+            f"{engine.prefixes_cut} prefixes were longer than the model's limit of "
+            f"{engine.source_limit()[1]} pieces and were cut there",
+            file=sys.stderr,
+        )
     if references is None:
         return None
     from keras_transformer.evaluation import corpus_scores
 
     return corpus_scores(translations, references)
+
+
+def _with_prefixes(texts, prefixes):
+    """(text, prefix) pairs of two line-aligned streams; a ValueError where
+    one ends before the other."""
+    for number, (text, prefix) in enumerate(itertools.zip_longest(texts, prefixes), 1):
+        if text is None or prefix is None:
+            longer, shorter = (
+                ("prefixes", "the input")
+                if text is None
+                else (
+                    "the input",
+                    "prefixes",
+                )
+            )
+            raise ValueError(
+                f"{longer} has more lines than {shorter} (which ends at line "
+                f"{number - 1}): give a prefix per line, an empty line for none."
+            )
+        yield text, prefix
+
+
+def _text_length(item):
+    """The sort key of a line, or of a (line, prefix) pair: the line's length."""
+    return len(item if isinstance(item, str) else item[0])

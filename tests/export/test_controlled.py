@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer.data import train_tokenizer
-from keras_transformer.export.specs import MAX_NO_REPEAT_NGRAM
+from keras_transformer.export.control_settings import MAX_NO_REPEAT_NGRAM
 from keras_transformer.export.text_prefix import TypedPrefix
 from keras_transformer.special_ids import END_ID
 from tests.fixtures.reversal import MAX_LENGTH

@@ -16,11 +16,9 @@ import tensorflow as tf
 
 from keras_transformer.cli import main
 from keras_transformer.data import train_tokenizer
+from keras_transformer.export.engines import SavedModelEngine
 from keras_transformer.export.long_inputs import LongInputs, split_text
-from keras_transformer.export.streaming import (
-    _saved_model_limit,
-    translate_lines,
-)
+from keras_transformer.export.streaming import translate_lines
 from tests.fixtures.reversal import LETTERS, MAX_LENGTH
 
 LIMIT = MAX_LENGTH - 1
@@ -102,9 +100,10 @@ def test_an_unknown_policy_is_refused(punctuated):
 
 
 def test_an_export_without_its_recorded_limit_is_probed(reloaded, exported):
-    old = types.SimpleNamespace(signatures=reloaded.signatures)
-    assert _saved_model_limit(old, exported)[1] == LIMIT
-    assert _saved_model_limit(reloaded, exported)[1] == LIMIT
+    engine = SavedModelEngine(exported)
+    assert engine.source_limit()[1] == LIMIT
+    engine.export = types.SimpleNamespace(signatures=reloaded.signatures)
+    assert engine.source_limit()[1] == LIMIT
 
 
 def check_covers_the_end(translation, line, window):

@@ -1,0 +1,145 @@
+"""Prefixes and controls through the one engine interface and the command
+line: the SavedModel and the CTranslate2 export, line by line."""
+
+import io
+
+import pytest
+
+from keras_transformer.cli import main
+from keras_transformer.export.control_settings import ControlSettings
+from keras_transformer.export.engines import SavedModelEngine, open_export
+from keras_transformer.export.long_inputs import LongInputs
+from keras_transformer.export.streaming import translate_lines
+from tests.fixtures.reversal import MAX_LENGTH
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ctranslate2_export(translator, tmp_path_factory):
+    from keras_transformer.export import export_ctranslate2
+
+    return str(export_ctranslate2(translator, tmp_path_factory.mktemp("ct2") / "m"))
+
+
+@pytest.fixture(scope="module")
+def engines(exported, ctranslate2_export):
+    return {
+        "saved_model": open_export(exported),
+        "ctranslate2": open_export(ctranslate2_export),
+    }
+
+
+@pytest.fixture(scope="module")
+def texts(held_out):
+    return [source for source, _ in held_out[:10]]
+
+
+def test_open_export_chooses_the_engine_once(engines):
+    assert isinstance(engines["saved_model"], SavedModelEngine)
+    assert type(engines["ctranslate2"]).__name__ == "CTranslate2Translator"
+
+
+def test_both_engines_give_the_same_greedy_text_under_prefixes_and_controls(
+    engines, texts, held_out
+):
+    """Prefixes that end with a space: both force every piece (no healing)."""
+    prefixes = [
+        " ".join(target.split()[: index % 3]) + (" " if index % 3 else "")
+        for index, (_, target) in enumerate(held_out[:10])
+    ]
+    prefixes[3] = "p  o "  # not the reversal's start, spaced oddly
+    settings = [
+        ControlSettings(),
+        ControlSettings(no_repeat_ngram_size=2, min_length=6),
+        ControlSettings(repetition_penalty=1.8, disable_unk=True),
+    ]
+    for controls in settings:
+        results = {
+            name: engine.translate(texts, 1, prefixes=prefixes, controls=controls)
+            for name, engine in engines.items()
+        }
+        assert results["saved_model"] == results["ctranslate2"], controls
+        for prefix, translation in zip(prefixes, results["saved_model"], strict=True):
+            assert translation.startswith(prefix)
+
+
+def test_a_split_line_gives_its_prefix_to_its_first_part(engines, texts):
+    engine = engines["saved_model"]
+    calls = []
+
+    def translate(parts, prefixes=None):
+        calls.append(prefixes)
+        return engine.translate(parts, prefixes=prefixes)
+
+    tokenizer, limit = engine.source_limit()
+    long_inputs = LongInputs(translate, tokenizer, limit)
+    line = " ".join(texts[:5])  # past the limit: split
+    (translation,) = long_inputs([line], prefixes=["k j "])
+    assert translation.startswith("k j ")
+    assert calls[0][0] == "k j " and set(calls[0][1:]) == {""}
+
+
+def test_the_command_takes_a_prefix_file_and_the_control_flags(
+    exported, ctranslate2_export, texts, tmp_path, capsys
+):
+    sources, prefixes = tmp_path / "sources.txt", tmp_path / "prefixes.txt"
+    sources.write_text("\n".join(texts[:4]) + "\n")
+    typed = ["a ", "", "b c ", " ".join(["d"] * (MAX_LENGTH + 3))]
+    prefixes.write_text("\n".join(typed) + "\n")
+    flags = ["--prefixes", str(prefixes), "--no-repeat-ngram-size", "1"]
+    outputs = {}
+    for path in (exported, ctranslate2_export):
+        main(["translate", path, str(sources), "--signature", "greedy", *flags])
+        captured = capsys.readouterr()
+        outputs[path] = captured.out.splitlines()
+        assert "1 prefixes were longer than the model's limit" in captured.err
+        for prefix, line in zip(typed[:3], outputs[path], strict=False):
+            assert line.startswith(prefix)
+            if not prefix:  # no piece repeats where nothing was forced
+                assert len(set(line.split())) == len(line.split())
+    assert outputs[exported] == outputs[ctranslate2_export]
+
+
+def one_line_error(capsys, arguments):
+    """The one stderr line of a command that fails with a user error."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code != 0
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith("keras-transformer: error: ")
+    return error
+
+
+def test_a_prefix_file_of_another_length_is_an_error(exported, texts, tmp_path, capsys):
+    sources, prefixes = tmp_path / "sources.txt", tmp_path / "prefixes.txt"
+    sources.write_text("\n".join(texts[:3]) + "\n")
+    prefixes.write_text("a\nb\n")
+    arguments = ["translate", exported, str(sources), "--prefixes", str(prefixes)]
+    error = one_line_error(capsys, arguments)
+    assert "the input has more lines than --prefixes (which ends at line 2)" in error
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--repetition-penalty", "0"], "--repetition-penalty must be > 0"),
+        (["--no-repeat-ngram-size", "9"], "--no-repeat-ngram-size must be 0 to 8"),
+        (["--min-length", "-1"], "--min-length must be >= 0"),
+        (["--n-best", "2", "--min-length", "3"], "go with one translation a line"),
+    ],
+)
+def test_bad_control_flags_are_named_in_the_error(exported, flags, message, capsys):
+    error = one_line_error(capsys, ["translate", exported, "a b c", *flags])
+    assert message in error
+
+
+def test_translate_lines_counts_cut_prefixes_on_stderr(exported, texts, capsys):
+    output = io.StringIO()
+    prefix = " ".join(["e"] * (MAX_LENGTH + 1)).encode()
+    translate_lines(
+        exported, [texts[0].encode()], output, prefixes=[prefix], signature="greedy"
+    )
+    assert output.getvalue().split() == ["e"] * (MAX_LENGTH - 1)
+    assert "1 prefixes were longer" in capsys.readouterr().err
