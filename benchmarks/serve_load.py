@@ -13,9 +13,12 @@ The workload: items drawn from a pool of source texts of mixed lengths (1
 word to past the export's `max_length`, from `--texts`, one sentence a
 line) and bad inputs (empty, whitespace, 10,000 characters, invalid
 UTF-8), in requests of 1 to 64 items (and some of 0) to the
-`serving_default`, `greedy` and `beam` signatures. Every item's answer was
-first computed alone (a batch of one, sequentially); under load each
-answer must equal it: the same translation, the score within 1e-4.
+`serving_default`, `greedy`, `beam` and `controlled` signatures. In
+`controlled` each item carries its own prefix and controls (`row_controls`),
+so one request mixes rows of different settings, as TF Serving's batcher
+mixes requests. Every item's answer was first computed alone (a batch of
+one, sequentially); under load each answer must equal it: the same
+translation, the score within 1e-4.
 
 For each concurrency level (client threads sending requests back to back)
 it reports failed and differing answers, p50 / p99 latency and sentences
@@ -43,8 +46,23 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
-SIGNATURES = ("serving_default", "greedy", "beam")
+SIGNATURES = ("serving_default", "greedy", "beam", "controlled")
 BEAM = {"beam_size": 3, "alpha": 0.6}  # the `beam` signature's scalars
+# The `controlled` signature's per-row inputs: each item draws its own.
+ROW_CHOICES = {
+    "prefix": (b"", b"", b"The ", b"It is", b"a "),
+    "repetition_penalty": (1.0, 1.3),
+    "no_repeat_ngram_size": (0, 2, 3),
+    "min_length": (0, 4),
+    "disable_unk": (False, True),
+}
+ROW_TYPES = {
+    "prefix": object,
+    "repetition_penalty": np.float32,
+    "no_repeat_ngram_size": np.int32,
+    "min_length": np.int32,
+    "disable_unk": bool,
+}
 BAD_INPUTS = (
     b"",
     b" \t ",
@@ -83,18 +101,34 @@ class SessionModel:
         meta_graph = tf.compat.v1.saved_model.loader.load(self.session, ["serve"], path)
         self.signatures = {name: meta_graph.signature_def[name] for name in SIGNATURES}
 
-    def run(self, name, texts):
-        """Signature `name` on a list of bytes -> (translations, scores)."""
+    def run(self, name, texts, rows=None):
+        """Signature `name` on a list of bytes (and for `controlled`, the
+        `row_controls` of each) -> (translations, scores)."""
         signature = self.signatures[name]
         feed = {signature.inputs["text"].name: np.array(texts, dtype=object)}
         if name == "beam":
             for key, value in BEAM.items():
                 feed[signature.inputs[key].name] = value
+        if name == "controlled":
+            for key, dtype in ROW_TYPES.items():
+                values = np.array([row[key] for row in rows], dtype=dtype)
+                feed[signature.inputs[key].name] = values
         outputs = self.session.run(
             [signature.outputs[key].name for key in ("translation", "score")],
             feed_dict=feed,
         )
         return list(outputs[0]), list(outputs[1])
+
+
+def row_controls(index):
+    """The `controlled` inputs of pool item `index`, drawn once per item."""
+    rng = random.Random(index)
+    return {key: rng.choice(choices) for key, choices in ROW_CHOICES.items()}
+
+
+def call(model, name, pool, items):
+    """Signature `name` on the pool's `items` -> (translations, scores)."""
+    return model.run(name, [pool[i] for i in items], [row_controls(i) for i in items])
 
 
 def make_pool(sentences, size, max_words, seed):
@@ -131,18 +165,18 @@ def make_requests(pool, count, seed):
 def reference_answers(model, pool):
     """{(signature, item index): (translation, score)}, each item alone."""
     return {
-        (name, index): tuple(value[0] for value in model.run(name, [text]))
+        (name, index): tuple(value[0] for value in call(model, name, pool, [index]))
         for name in SIGNATURES
-        for index, text in enumerate(pool)
+        for index in range(len(pool))
     }
 
 
 def warm_up(model, pool):
     """Runs every signature on the largest batches the load will send."""
-    longest = sorted(pool, key=len)[-64:]
+    longest = sorted(range(len(pool)), key=lambda index: len(pool[index]))[-64:]
     for name in SIGNATURES:
         for batch in (1, 16, 64, 0):
-            model.run(name, longest[:batch])
+            call(model, name, pool, longest[:batch])
 
 
 def run_level(models, pool, requests, threads, references):
@@ -162,7 +196,7 @@ def run_level(models, pool, requests, threads, references):
                 return
             started = time.perf_counter()
             try:
-                translations, scores = model.run(name, [pool[i] for i in items])
+                translations, scores = call(model, name, pool, items)
             except Exception as error:  # a failed request, reported
                 with lock:
                     failures.append(f"request {number}: {error!r}"[:300])
@@ -322,6 +356,9 @@ def main(argv=None):
                 },
                 "signatures": list(SIGNATURES),
                 "beam": BEAM,
+                "controlled_rows": {
+                    k: [str(v) for v in c] for k, c in ROW_CHOICES.items()
+                },
                 "configs": configs,
                 "levels": results,
                 "total_requests": sum(level["requests"] for level in results),
