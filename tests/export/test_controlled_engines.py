@@ -143,3 +143,24 @@ def test_translate_lines_counts_cut_prefixes_on_stderr(exported, texts, capsys):
     )
     assert output.getvalue().split() == ["e"] * (MAX_LENGTH - 1)
     assert "1 prefixes were longer" in capsys.readouterr().err
+
+
+def test_the_controls_benchmark_reports_its_rows(exported, held_out, tmp_path, capsys):
+    import importlib.util
+    import json
+    import pathlib
+
+    script = pathlib.Path(__file__).parents[2] / "benchmarks" / "controls.py"
+    spec = importlib.util.spec_from_file_location("controls_benchmark", script)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    texts, references = tmp_path / "texts", tmp_path / "references"
+    texts.write_text("".join(source + "\n" for source, _ in held_out[:12]))
+    references.write_text("".join(target + "\n" for _, target in held_out[:12]))
+    benchmark.main([exported, "--texts", str(texts), "--references", str(references)])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    for name in ("first_1_words", "first_3_words_last_cut_in_half", "whole_reference"):
+        assert rows[name]["begin_with_prefix"] == 1.0
+    assert rows["whole_reference"]["bleu"] >= rows["plain"]["bleu"]
+    for name in ("no_repeat_ngram_size_2", "min_length_12", "disable_unk"):
+        assert rows[name]["outputs_failing_the_check"]["with"] == 0, name
