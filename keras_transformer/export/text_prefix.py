@@ -12,6 +12,8 @@ decide what is forced:
   it is the same piece or a longer one.
 - Where the text ends with whitespace, every piece is forced, and the next
   piece must start a word (SentencePiece's "\u2581"), or be the end token.
+- A last piece that is the unknown piece (characters the vocabulary lacks)
+  is forced, and any piece may follow.
 
 The translation then begins with the text exactly as typed
 (`begin_as_typed`): the tokenizer's normalization (spaces, NFKC) changes
@@ -22,7 +24,7 @@ part.
 import tensorflow as tf
 
 from keras_transformer.export.long_inputs import WORD_START
-from keras_transformer.special_ids import END_ID, PAD_ID
+from keras_transformer.special_ids import END_ID, PAD_ID, UNKNOWN_ID
 
 _ENDS_WITH_SPACE = r"(?s).*\s"
 
@@ -62,12 +64,15 @@ class TypedPrefix:
         ids = ids[:, : self.max_pieces]
         counts = ids.row_lengths()
         ends_word = tf.strings.regex_full_match(texts, _ENDS_WITH_SPACE)
-        heal = (counts > 0) & ~ends_word & ~cut  # (B,)
+        last_id = _last_or_pad(ids)  # (B,)
+        # An unknown piece stands for characters no piece begins with.
+        heal = (counts > 0) & ~ends_word & ~cut & (last_id != UNKNOWN_ID)  # (B,)
         kept = counts - tf.cast(heal, counts.dtype)  # (B,)
         positions = tf.ragged.range(counts)  # (B, None)
         forced = tf.ragged.boolean_mask(ids, positions < kept[:, None])
-        last = tf.gather(self.vocab, _last_or_pad(ids))  # (B,)
-        wanted = tf.where(heal, last, WORD_START)  # (B,): what the piece begins with
+        last = tf.gather(self.vocab, last_id)  # (B,)
+        # What the next piece begins with: "" lets any piece come.
+        wanted = tf.where(heal, last, tf.where(ends_word, WORD_START, ""))  # (B,)
         allowed = _begins_with(self.vocab, wanted)  # (B, V)
         is_end = tf.range(tf.shape(self.vocab)[0]) == END_ID  # (V,)
         allowed = allowed | (~heal[:, None] & is_end[None])

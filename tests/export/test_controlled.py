@@ -9,7 +9,7 @@ import tensorflow as tf
 from keras_transformer.data import train_tokenizer
 from keras_transformer.export.control_settings import MAX_NO_REPEAT_NGRAM
 from keras_transformer.export.text_prefix import TypedPrefix
-from keras_transformer.special_ids import END_ID
+from keras_transformer.special_ids import END_ID, UNKNOWN_ID
 from tests.fixtures.reversal import MAX_LENGTH
 
 pytestmark = pytest.mark.slow
@@ -153,24 +153,28 @@ def test_typed_prefix_forces_whole_words_and_heals_the_last_one(words_tokenizer)
     """Against a reference over the vocabulary's strings."""
     vocab = [piece for piece in words_tokenizer.pieces()[1]]
     typed = TypedPrefix(words_tokenizer, len(vocab), max_pieces=3)
-    texts = ["the ho", "the house ", "", "ho", "a house is big"]
+    texts = ["the ho", "the house ", "", "ho", "a house is big", "hoz"]
     inputs = {key: value.numpy() for key, value in typed(tf.constant(texts)).items()}
     for row, text in enumerate(texts):
         pieces = words_tokenizer.tokenize([text]).to_list()[0]
         cut = len(pieces) > 3
         pieces = pieces[:3]
         assert inputs["cut"][row] == cut
-        heal = bool(pieces) and not text.endswith(" ") and not cut
+        unknown = bool(pieces) and pieces[-1] == UNKNOWN_ID
+        heal = bool(pieces) and not text.endswith(" ") and not cut and not unknown
         forced = pieces[:-1] if heal else pieces
         assert [int(i) for i in inputs["ids"][row] if i] == forced, text
         if not pieces or cut:
             assert inputs["at"][row] == -1
             continue
         assert inputs["at"][row] == len(forced)
-        wanted = vocab[pieces[-1]] if heal else "\u2581"
+        wanted = vocab[pieces[-1]] if heal else "" if unknown else "\u2581"
         expected = [piece.startswith(wanted) for piece in vocab]
         if not heal:
             expected[END_ID] = True
         assert inputs["allowed"][row].tolist() == expected, text
     # "ho" heals to every piece that begins with it: the word may go on.
     assert inputs["allowed"][3].sum() > 1
+    # "z" is unknown: forced, and anything may follow.
+    assert inputs["ids"][5].tolist().count(UNKNOWN_ID) == 1
+    assert inputs["allowed"][5].all()
