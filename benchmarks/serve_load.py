@@ -55,6 +55,7 @@ ROW_CHOICES = {
     "no_repeat_ngram_size": (0, 2, 3),
     "min_length": (0, 4),
     "disable_unk": (False, True),
+    "banned": ((b"",), (b"the", b""), (b"und", b"a")),
 }
 ROW_TYPES = {
     "prefix": object,
@@ -62,6 +63,7 @@ ROW_TYPES = {
     "no_repeat_ngram_size": np.int32,
     "min_length": np.int32,
     "disable_unk": bool,
+    "banned": object,
 }
 BAD_INPUTS = (
     b"",
@@ -111,7 +113,13 @@ class SessionModel:
                 feed[signature.inputs[key].name] = value
         if name == "controlled":
             for key, dtype in ROW_TYPES.items():
-                values = np.array([row[key] for row in rows], dtype=dtype)
+                if key == "banned":  # (B, N): padded with "", as TF Serving pads
+                    width = max([1, *(len(row[key]) for row in rows)])
+                    values = np.full((len(rows), width), b"", dtype=object)
+                    for index, row in enumerate(rows):
+                        values[index, : len(row[key])] = row[key]
+                else:
+                    values = np.array([row[key] for row in rows], dtype=dtype)
                 feed[signature.inputs[key].name] = values
         outputs = self.session.run(
             [signature.outputs[key].name for key in ("translation", "score")],

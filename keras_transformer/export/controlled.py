@@ -1,6 +1,6 @@
 """The `Translator`'s controlled signatures: a typed prefix, a repetition
-penalty, banned repeated n-grams, a minimum length and no unknown piece,
-each given per text.
+penalty, banned repeated n-grams, a minimum length, no unknown piece and
+banned phrases, each given per text.
 
 Every input is one value per text (batch first), so TF Serving's batcher
 (`--enable_batching`) can put requests with different prefixes and
@@ -33,6 +33,7 @@ from keras_transformer.export.text_prefix import TypedPrefix
 from keras_transformer.special_ids import UNKNOWN_ID
 
 _ROWS = tf.TensorSpec([None], tf.int32)
+MAX_PHRASE_PIECES = 16  # the most pieces of a banned phrase
 
 
 class ControlledTranslation:
@@ -41,7 +42,7 @@ class ControlledTranslation:
     A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
     `_search`, `_texts`, `beam_size`, `alpha` and `max_length`.
 
-    Per text (each input (B,)):
+    Per text (each input (B,), `banned` (B, N)):
         prefix: the start of the translation as typed ("" for none). The
             translation begins with it exactly; where it ends inside a
             word, the word may go on (token healing, `TypedPrefix`). At
@@ -55,6 +56,12 @@ class ControlledTranslation:
         min_length: generated pieces (the prefix's included) before the
             end piece may come, >= 0; the length limit wins.
         disable_unk: never generate the unknown piece.
+        banned: phrases that must not appear, string (B, N), "" for none
+            (TF Serving's batcher pads with ""): each is cut into the
+            target's pieces as a phrase alone, and that sequence of pieces
+            is never generated (`SuppressSequences`), up to
+            `MAX_PHRASE_PIECES` pieces a phrase. A phrase written
+            differently inside a word (part of a compound) is not caught.
 
     A value out of range fails the call with an InvalidArgumentError that
     names it. A text without pieces translates to its prefix, score 0.
@@ -69,6 +76,7 @@ class ControlledTranslation:
         no_repeat_ngram_size,
         min_length,
         disable_unk,
+        banned,
     ):
         """Beam search with the default beam size and alpha, under the
         controls each text gives (see the class docstring).
@@ -77,14 +85,16 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,)}.
         """
-        rows = (prefix, repetition_penalty, no_repeat_ngram_size, min_length)
-        return self._controlled_texts(
-            text,
-            *rows,
-            disable_unk,
-            tf.constant(self.beam_size, tf.int32),
-            tf.constant(self.alpha, tf.float32),
+        rows = dict(
+            prefix=prefix,
+            repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            min_length=min_length,
+            disable_unk=disable_unk,
+            banned=banned,
         )
+        beam_size = tf.constant(self.beam_size, tf.int32)
+        return self._controlled_texts(text, rows, beam_size, tf.constant(self.alpha))
 
     @tf.function(input_signature=[*ROW_CONTROLS, BEAM_SIZE, ALPHA])
     def controlled_beam(
@@ -95,6 +105,7 @@ class ControlledTranslation:
         no_repeat_ngram_size,
         min_length,
         disable_unk,
+        banned,
         beam_size,
         alpha,
     ):
@@ -108,10 +119,15 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,)}.
         """
-        rows = (prefix, repetition_penalty, no_repeat_ngram_size, min_length)
-        return self._controlled_texts(
-            text, *rows, disable_unk, *beam_settings(beam_size, alpha)
+        rows = dict(
+            prefix=prefix,
+            repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            min_length=min_length,
+            disable_unk=disable_unk,
+            banned=banned,
         )
+        return self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
 
     @functools.cached_property
     def _typed_prefix(self):
@@ -119,26 +135,29 @@ class ControlledTranslation:
             vocab_size = self.model.config.vocab_size
             return TypedPrefix(self.tokenizer, vocab_size, self.max_length - 1)
 
-    def _controlled_texts(
-        self, text, prefix, penalty, ngram, min_length, disable_unk, beam_size, alpha
-    ):
-        checks = _check_rows(text, prefix, penalty, ngram, min_length, disable_unk)
-        with tf.control_dependencies(checks):
+    def _controlled_texts(self, text, rows, beam_size, alpha):
+        with tf.control_dependencies(_check_rows(text, rows)):
             source_ids = self.source_ids(text)  # (B, S)
-        typed = self._typed_prefix(prefix)
+        typed = self._typed_prefix(rows["prefix"])
+        banned = phrase_pieces(self.tokenizer, rows["banned"])  # (B, N, M)
+        unknown = tf.where(rows["disable_unk"], UNKNOWN_ID, -1)[:, None]  # (B, 1)
+        unknown = tf.pad(
+            unknown, [[0, 0], [MAX_PHRASE_PIECES - 1, 0]], constant_values=-1
+        )
         ids, scores = self._controlled_search(
             source_ids,
             typed["ids"],
             typed["at"],
             typed["allowed"],
-            penalty,
-            ngram,
-            min_length,
-            disable_unk,
+            rows["repetition_penalty"],
+            rows["no_repeat_ngram_size"],
+            rows["min_length"],
+            tf.concat([banned, unknown[:, None]], axis=1),  # (B, N + 1, M)
             beam_size,
             alpha,
         )  # (B, 1, L), (B, 1)
         texts = self._texts(source_ids, ids[:, 0], scores[:, 0])
+        prefix = rows["prefix"]
         translation = self._typed_prefix.begin_as_typed(prefix, texts["translation"])
         return {
             "translation": tf.where(has_pieces(source_ids), translation, prefix),
@@ -155,7 +174,7 @@ class ControlledTranslation:
             tf.TensorSpec([None], tf.float32),
             _ROWS,
             _ROWS,
-            tf.TensorSpec([None], tf.bool),
+            tf.TensorSpec([None, None, MAX_PHRASE_PIECES], tf.int32),
             BEAM_SIZE,
             ALPHA,
         ]
@@ -169,17 +188,16 @@ class ControlledTranslation:
         penalty,
         ngram,
         min_length,
-        disable_unk,
+        suppressed,
         beam_size,
         alpha,
     ):
         """The controlled beam search, traced once for both signatures."""
-        unknown = tf.where(disable_unk, UNKNOWN_ID, -1)[:, None, None]  # (B, 1, 1)
         controls = [
             RepetitionPenalty(penalty),
             NoRepeatNgram(ngram, max_size=MAX_NO_REPEAT_NGRAM),
             MinLength(min_length),
-            SuppressSequences(unknown),
+            SuppressSequences(suppressed),
             AllowOnly(allowed, at),
         ]
         return self._search(
@@ -187,21 +205,39 @@ class ControlledTranslation:
         )
 
 
-def _check_rows(text, prefix, penalty, ngram, min_length, disable_unk):
+def phrase_pieces(tokenizer, phrases):
+    """Phrases (B, N) -> their target pieces (B, N, M), M =
+    `MAX_PHRASE_PIECES` (static, as `SuppressSequences` needs), each
+    right-aligned with -1 before it; "" gives a row of -1 only. A longer
+    phrase fails the call with a message."""
+    shape = tf.shape(phrases, out_type=tf.int64)
+    ids = tokenizer.tokenize_target(tf.reshape(phrases, [-1]))  # (B * N, None)
+    lengths = ids.row_lengths()  # (B * N,)
+    check = tf.debugging.assert_less_equal(
+        lengths,
+        tf.constant(MAX_PHRASE_PIECES, tf.int64),
+        f"a banned phrase has more than {MAX_PHRASE_PIECES} pieces",
+    )
+    width = MAX_PHRASE_PIECES
+    with tf.control_dependencies([check]):
+        dense = ids.to_tensor(-1, shape=[None, width])  # (B * N, M), left-aligned
+    columns = tf.range(width, dtype=tf.int64)[None] - (width - lengths)[:, None]
+    aligned = tf.where(
+        columns >= 0, tf.gather(dense, tf.maximum(columns, 0), batch_dims=1), -1
+    )
+    return tf.reshape(aligned, tf.concat([shape, [width]], 0))
+
+
+def _check_rows(text, rows):
     """Assertions that every input has a value per text, each in range."""
-    rows = tf.shape(text)[0]
+    count = tf.shape(text)[0]
     checks = [
         tf.debugging.assert_equal(
-            tf.shape(value)[0], rows, f"{name} needs one value per text"
+            tf.shape(value)[0], count, f"{name} needs one value per text"
         )
-        for name, value in {
-            "prefix": prefix,
-            "repetition_penalty": penalty,
-            "no_repeat_ngram_size": ngram,
-            "min_length": min_length,
-            "disable_unk": disable_unk,
-        }.items()
+        for name, value in rows.items()
     ]
+    penalty, ngram = rows["repetition_penalty"], rows["no_repeat_ngram_size"]
     return checks + [
         tf.debugging.assert_positive(penalty, "repetition_penalty must be > 0"),
         tf.debugging.assert_non_negative(ngram, "no_repeat_ngram_size must be >= 0"),
@@ -210,5 +246,5 @@ def _check_rows(text, prefix, penalty, ngram, min_length, disable_unk):
             MAX_NO_REPEAT_NGRAM,
             f"no_repeat_ngram_size must be <= {MAX_NO_REPEAT_NGRAM}",
         ),
-        tf.debugging.assert_non_negative(min_length, "min_length must be >= 0"),
+        tf.debugging.assert_non_negative(rows["min_length"], "min_length must be >= 0"),
     ]

@@ -90,7 +90,13 @@ class CTranslate2Translator:
         return self.tokenizer, self.max_length - 1
 
     def translate(
-        self, texts, beam_size=None, alpha=None, prefixes=None, controls=None
+        self,
+        texts,
+        beam_size=None,
+        alpha=None,
+        prefixes=None,
+        controls=None,
+        banned=None,
     ):
         """Translates `texts` (str), with the export's settings unless given.
 
@@ -101,6 +107,8 @@ class CTranslate2Translator:
                 `length_penalty`), >= 0; None for the export's.
             prefixes: None, or a typed prefix per text ("" for none).
             controls: None, or a `ControlSettings` for all texts.
+            banned: None; phrases that must not appear are the
+                SavedModel's (a ValueError says so).
 
         Returns:
             A list of str, a translation per text.
@@ -108,6 +116,11 @@ class CTranslate2Translator:
         Raises:
             ValueError: `beam_size` < 1 or `alpha` < 0.
         """
+        if banned is not None and any(banned):
+            raise ValueError(
+                "A CTranslate2 export cannot ban phrases per text; translate "
+                "with the SavedModel export (export_translator) instead."
+            )
         results = self.hypotheses(
             texts,
             1,

@@ -8,9 +8,10 @@ both through the same methods:
 - `beam_size`, `alpha`: the export's decoding settings (None for a
   SavedModel too old to record them);
 - `translate(texts, beam_size=None, alpha=None, prefixes=None,
-  controls=None)`: a translation per text; beam size 1 is greedy
-  decoding; `prefixes` one typed prefix per text, `controls` a
-  `ControlSettings` for all;
+  controls=None, banned=None)`: a translation per text; beam size 1 is
+  greedy decoding; `prefixes` one typed prefix per text, `controls` a
+  `ControlSettings` for all, `banned` a list of phrases per text that
+  must not appear (a SavedModel's; CTranslate2 refuses them);
 - `hypotheses(texts, n_best, beam_size, alpha, sampling, temperature)`:
   n-best lists or draws, with `set_seed(seed)` for the draws;
 - `score(sources, targets)`: forced decoding;
@@ -147,13 +148,22 @@ class SavedModelEngine:
         return decoding_settings(beam_size, alpha, self.saved)
 
     def translate(
-        self, texts, beam_size=None, alpha=None, prefixes=None, controls=None
+        self,
+        texts,
+        beam_size=None,
+        alpha=None,
+        prefixes=None,
+        controls=None,
+        banned=None,
     ):
         """A translation per text (see the module docstring)."""
         _check_beam_size(beam_size)
         text = tf.constant(texts, tf.string, shape=[len(texts)])
-        if prefixes is not None or not (controls or ControlSettings()).neutral:
-            outputs = self._controlled(text, beam_size, alpha, prefixes, controls)
+        neutral = (controls or ControlSettings()).neutral
+        if prefixes is not None or banned is not None or not neutral:
+            outputs = self._controlled(
+                text, beam_size, alpha, prefixes, controls, banned
+            )
         elif is_greedy(beam_size):
             outputs = self.signature("greedy")(text=text)
         elif (beam_size, alpha) == (None, None):
@@ -165,15 +175,18 @@ class SavedModelEngine:
             )
         return _strings(outputs["translation"])
 
-    def _controlled(self, text, beam_size, alpha, prefixes, controls):
+    def _controlled(self, text, beam_size, alpha, prefixes, controls, banned):
         controls = controls or ControlSettings()
         rows = int(text.shape[0])
-        if prefixes is None:
-            prefixes = [""] * rows
-        if len(prefixes) != rows:
-            raise ValueError(
-                f"{rows} texts but {len(prefixes)} prefixes; give one each."
-            )
+        prefixes = [""] * rows if prefixes is None else prefixes
+        banned = [[]] * rows if banned is None else banned
+        for name, values in (("prefixes", prefixes), ("banned", banned)):
+            if len(values) != rows:
+                raise ValueError(
+                    f"{rows} texts but {len(values)} {name}; give one each."
+                )
+        width = max([1, *map(len, banned)])
+        phrases = [list(row) + [""] * (width - len(row)) for row in banned]
         beam_size, alpha = (1, 0.0) if is_greedy(beam_size) else (beam_size, alpha)
         beam_size, alpha = self.settings(beam_size, alpha)
         outputs = self.signature("controlled_beam")(
@@ -183,6 +196,7 @@ class SavedModelEngine:
             no_repeat_ngram_size=tf.fill([rows], controls.no_repeat_ngram_size),
             min_length=tf.fill([rows], controls.min_length),
             disable_unk=tf.fill([rows], bool(controls.disable_unk)),
+            banned=tf.constant(phrases, tf.string, shape=[rows, width]),
             beam_size=tf.constant(beam_size),
             alpha=tf.constant(alpha),
         )

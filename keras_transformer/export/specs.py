@@ -22,6 +22,7 @@ ROW_CONTROLS = [
     tf.TensorSpec([None], tf.int32, name="no_repeat_ngram_size"),
     tf.TensorSpec([None], tf.int32, name="min_length"),
     tf.TensorSpec([None], tf.bool, name="disable_unk"),
+    tf.TensorSpec([None, None], tf.string, name="banned"),
 ]
 
 

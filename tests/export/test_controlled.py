@@ -14,7 +14,13 @@ from tests.fixtures.reversal import MAX_LENGTH
 
 pytestmark = pytest.mark.slow
 
-NEUTRAL = dict(prefix="", repetition_penalty=1.0, no_repeat_ngram_size=0, min_length=0)
+NEUTRAL = dict(
+    prefix="",
+    repetition_penalty=1.0,
+    no_repeat_ngram_size=0,
+    min_length=0,
+    banned=[""],  # no phrase, for every text
+)
 
 
 def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
@@ -23,7 +29,13 @@ def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
     settings = {**NEUTRAL, **rows, "disable_unk": disable_unk}
     inputs = {"text": tf.constant(texts, tf.string)}
     for name, value in settings.items():
-        values = value if isinstance(value, list) else [value] * len(texts)
+        per_row = isinstance(value, list)
+        if name == "banned":  # a list of phrases for all, or a list per text
+            per_row = isinstance(value[0], list)
+        values = value if per_row else [value] * len(texts)
+        if name == "banned":  # phrases per text, padded with ""
+            width = max(map(len, values))
+            values = [row + [""] * (width - len(row)) for row in values]
         inputs[name] = tf.constant(values)
     name = "controlled"
     if beam is not None:
@@ -104,6 +116,7 @@ def test_each_row_is_translated_as_it_would_be_alone(signatures, sources):
         no_repeat_ngram_size=[0, 2, 0, 1, 3, 0],
         min_length=[0, 0, 9, 0, 2, 12],
         disable_unk=[False, True, False, True, False, False],
+        banned=[["", ""], ["a", "b c"], ["", ""], ["d", ""], ["", ""], ["e f", "g"]],
     )
     texts = sources[:6]
     for beam in (None, (1, 0.0), (3, 1.0)):
@@ -115,6 +128,19 @@ def test_each_row_is_translated_as_it_would_be_alone(signatures, sources):
                 batch["translation"][index : index + 1]
             )
             np.testing.assert_allclose(alone["score"], batch["score"][index], atol=1e-5)
+
+
+def test_banned_phrases_never_appear_and_other_rows_are_unchanged(signatures):
+    texts = ["a b c d", "c d e", "a c a c"]
+    free = strings(controlled(signatures, texts)["translation"])
+    assert all("c" in text.split() for text in free)
+    banned = [["c"], [""], ["a c", "c a"]]
+    result = strings(controlled(signatures, texts, banned=banned)["translation"])
+    assert "c" not in result[0].split()
+    assert result[1] == free[1]
+    words = result[2].split()
+    pairs = list(zip(words, words[1:], strict=False))
+    assert ("a", "c") not in pairs and ("c", "a") not in pairs
 
 
 def test_a_text_without_pieces_translates_to_its_prefix(signatures):

@@ -65,6 +65,15 @@ def test_both_engines_give_the_same_greedy_text_under_prefixes_and_controls(
             assert translation.startswith(prefix)
 
 
+def test_banned_phrases_are_the_saved_models_and_ctranslate2_refuses_them(
+    engines, texts
+):
+    (translation,) = engines["saved_model"].translate(texts[:1], banned=[["a", "b"]])
+    assert not {"a", "b"} & set(translation.split())
+    with pytest.raises(ValueError, match="translate with the SavedModel export"):
+        engines["ctranslate2"].translate(texts[:1], banned=[["a"]])
+
+
 def test_a_split_line_gives_its_prefix_to_its_first_part(engines, texts):
     engine = engines["saved_model"]
     calls = []

@@ -239,6 +239,7 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
         no_repeat_ngram_size=tf.fill([rows], 2),
         min_length=tf.fill([rows], 3),
         disable_unk=tf.fill([rows], True),
+        banned=tf.constant([["a", ""]] * rows),
     )
     inputs["controlled"] = controls
     inputs["controlled_beam"] = dict(
