@@ -216,14 +216,16 @@ def translate(args):
                 "--reference and --max-input-length go with one translation a "
                 "line, not with --n-best or --sampling."
             )
-        if args.prefixes is not None or not controls.neutral:
+        if args.sampling is not None and (
+            args.prefixes is not None or not controls.neutral
+        ):
             raise ValueError(
-                "--prefixes and the repetition and length controls go with one "
-                "translation a line, not with --n-best or --sampling."
+                "--prefixes and the repetition and length controls do not go "
+                "with --sampling (the library's decode takes them with a sampler)."
             )
         write = functools.partial(
             hypotheses.write_hypotheses,
-            _hypotheses_function(args),
+            _hypotheses_function(args, controls),
             output=sys.stdout,
             n_best=args.n_best is not None,
         )
@@ -273,7 +275,7 @@ def _references(path):
         return [line.rstrip("\r\n") for line in file]
 
 
-def _hypotheses_function(args):
+def _hypotheses_function(args, controls):
     """`hypotheses_function` of `translate`'s --n-best and --sampling flags."""
     from keras_transformer.export.hypotheses import hypotheses_function, parse_sampling
 
@@ -292,6 +294,7 @@ def _hypotheses_function(args):
         sampling=sampling,
         temperature=1.0 if args.temperature is None else args.temperature,
         seed=args.seed,
+        controls=controls,
     )
 
 

@@ -26,6 +26,7 @@ from keras_transformer.export.specs import (
     ALPHA,
     BEAM_SIZE,
     IDS,
+    NUM_RESULTS,
     ROW_CONTROLS,
     beam_settings,
 )
@@ -37,7 +38,8 @@ MAX_PHRASE_PIECES = 16  # the most pieces of a banned phrase
 
 
 class ControlledTranslation:
-    """The signatures `controlled` and `controlled_beam` of a `Translator`.
+    """The signatures `controlled`, `controlled_beam` and `controlled_nbest`
+    of a `Translator`.
 
     A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
     `_search`, `_texts`, `beam_size`, `alpha` and `max_length`.
@@ -94,7 +96,9 @@ class ControlledTranslation:
             banned=banned,
         )
         beam_size = tf.constant(self.beam_size, tf.int32)
-        return self._controlled_texts(text, rows, beam_size, tf.constant(self.alpha))
+        return _best(
+            self._controlled_texts(text, rows, beam_size, tf.constant(self.alpha))
+        )
 
     @tf.function(input_signature=[*ROW_CONTROLS, BEAM_SIZE, ALPHA])
     def controlled_beam(
@@ -127,7 +131,40 @@ class ControlledTranslation:
             disable_unk=disable_unk,
             banned=banned,
         )
-        return self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
+        return _best(
+            self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
+        )
+
+    @tf.function(input_signature=[*ROW_CONTROLS, BEAM_SIZE, ALPHA])
+    def controlled_nbest(
+        self,
+        text,
+        prefix,
+        repetition_penalty,
+        no_repeat_ngram_size,
+        min_length,
+        disable_unk,
+        banned,
+        beam_size,
+        alpha,
+    ):
+        """Every finished hypothesis of `controlled_beam`'s search, best
+        first, as the `nbest` signature gives them.
+
+        Returns:
+            {"translations": string (B, K), "scores": float32 (B, K),
+            "prefix_cut": bool (B,)}, K = `beam_size` (clipped to [1, 64]).
+        """
+        rows = dict(
+            prefix=prefix,
+            repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            min_length=min_length,
+            disable_unk=disable_unk,
+            banned=banned,
+        )
+        beam_size, alpha = beam_settings(beam_size, alpha)
+        return self._controlled_texts(text, rows, beam_size, alpha, beam_size)
 
     @functools.cached_property
     def _typed_prefix(self):
@@ -135,7 +172,9 @@ class ControlledTranslation:
             vocab_size = self.model.config.vocab_size
             return TypedPrefix(self.tokenizer, vocab_size, self.max_length - 1)
 
-    def _controlled_texts(self, text, rows, beam_size, alpha):
+    def _controlled_texts(self, text, rows, beam_size, alpha, num_results=1):
+        """The `num_results` best: {"translations": (B, K), "scores": (B, K),
+        "prefix_cut": (B,)}."""
         with tf.control_dependencies(_check_rows(text, rows)):
             source_ids = self.source_ids(text)  # (B, S)
         typed = self._typed_prefix(rows["prefix"])
@@ -155,13 +194,20 @@ class ControlledTranslation:
             tf.concat([banned, unknown[:, None]], axis=1),  # (B, N + 1, M)
             beam_size,
             alpha,
-        )  # (B, 1, L), (B, 1)
-        texts = self._texts(source_ids, ids[:, 0], scores[:, 0])
+            num_results,
+        )  # (B, K, L), (B, K)
+        shape = tf.shape(ids)
+        flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # (B * K, L)
         prefix = rows["prefix"]
-        translation = self._typed_prefix.begin_as_typed(prefix, texts["translation"])
+        texts = self._typed_prefix.begin_as_typed(
+            tf.repeat(prefix, shape[1]), self.tokenizer.detokenize(flat)
+        )  # (B * K,)
+        nonempty = has_pieces(source_ids)[:, None]  # (B, 1)
         return {
-            "translation": tf.where(has_pieces(source_ids), translation, prefix),
-            "score": texts["score"],
+            "translations": tf.where(
+                nonempty, tf.reshape(texts, shape[:2]), prefix[:, None]
+            ),
+            "scores": tf.where(nonempty, scores, 0.0),
             "prefix_cut": typed["cut"],
         }
 
@@ -177,6 +223,7 @@ class ControlledTranslation:
             tf.TensorSpec([None, None, MAX_PHRASE_PIECES], tf.int32),
             BEAM_SIZE,
             ALPHA,
+            NUM_RESULTS,
         ]
     )
     def _controlled_search(
@@ -191,8 +238,9 @@ class ControlledTranslation:
         suppressed,
         beam_size,
         alpha,
+        num_results,
     ):
-        """The controlled beam search, traced once for both signatures."""
+        """The controlled beam search, traced once for the signatures."""
         controls = [
             RepetitionPenalty(penalty),
             NoRepeatNgram(ngram, max_size=MAX_NO_REPEAT_NGRAM),
@@ -201,8 +249,23 @@ class ControlledTranslation:
             AllowOnly(allowed, at),
         ]
         return self._search(
-            source_ids, beam_size, alpha, controls=controls, prefix=prefix_ids
+            source_ids,
+            beam_size,
+            alpha,
+            num_results,
+            controls=controls,
+            prefix=prefix_ids,
         )
+
+
+def _best(outputs):
+    """`_controlled_texts`'s best hypothesis: {"translation", "score",
+    "prefix_cut"}, each (B,)."""
+    return {
+        "translation": outputs["translations"][:, 0],
+        "score": outputs["scores"][:, 0],
+        "prefix_cut": outputs["prefix_cut"],
+    }
 
 
 def phrase_pieces(tokenizer, phrases):

@@ -116,11 +116,6 @@ class CTranslate2Translator:
         Raises:
             ValueError: `beam_size` < 1 or `alpha` < 0.
         """
-        if banned is not None and any(banned):
-            raise ValueError(
-                "A CTranslate2 export cannot ban phrases per text; translate "
-                "with the SavedModel export (export_translator) instead."
-            )
         results = self.hypotheses(
             texts,
             1,
@@ -128,6 +123,7 @@ class CTranslate2Translator:
             alpha,
             prefixes=prefixes,
             controls=controls,
+            banned=banned,
             _one_greedy_call=True,
         )
         return [hypotheses[0][1] for hypotheses in results]
@@ -142,6 +138,7 @@ class CTranslate2Translator:
         temperature=1.0,
         prefixes=None,
         controls=None,
+        banned=None,
         _one_greedy_call=False,
     ):
         """The `n_best` best translations of each text, with their scores.
@@ -164,6 +161,7 @@ class CTranslate2Translator:
             temperature: the logits are divided by it before sampling.
             prefixes: as in `translate`.
             controls: as in `translate`.
+            banned: as in `translate`.
 
         Returns:
             A list, per text, of `n_best` (score, translation) pairs, best
@@ -172,6 +170,11 @@ class CTranslate2Translator:
             `beam_size` hypotheses have ended. Each score is the one
             `Translator.score` gives the same hypothesis (at alpha 0).
         """
+        if banned is not None and any(banned):
+            raise ValueError(
+                "A CTranslate2 export cannot ban phrases per text; translate "
+                "with the SavedModel export (export_translator) instead."
+            )
         saved = {"beam_size": self.beam_size, "alpha": self.alpha}
         beam_size, alpha = decoding_settings(beam_size, alpha, saved)
         if sampling is not None:

@@ -12,8 +12,10 @@ both through the same methods:
   greedy decoding; `prefixes` one typed prefix per text, `controls` a
   `ControlSettings` for all, `banned` a list of phrases per text that
   must not appear (a SavedModel's; CTranslate2 refuses them);
-- `hypotheses(texts, n_best, beam_size, alpha, sampling, temperature)`:
-  n-best lists or draws, with `set_seed(seed)` for the draws;
+- `hypotheses(texts, n_best, beam_size, alpha, sampling, temperature,
+  prefixes=None, controls=None, banned=None)`: n-best lists (under
+  `translate`'s prefixes and controls) or draws, with `set_seed(seed)` for
+  the draws;
 - `score(sources, targets)`: forced decoding;
 - `source_limit()`: the SentencePiece processor of the sources and the
   most source pieces the model reads;
@@ -175,7 +177,16 @@ class SavedModelEngine:
             )
         return _strings(outputs["translation"])
 
-    def _controlled(self, text, beam_size, alpha, prefixes, controls, banned):
+    def _controlled(
+        self,
+        text,
+        beam_size,
+        alpha,
+        prefixes,
+        controls,
+        banned,
+        signature="controlled_beam",
+    ):
         controls = controls or ControlSettings()
         rows = int(text.shape[0])
         prefixes = [""] * rows if prefixes is None else prefixes
@@ -189,7 +200,7 @@ class SavedModelEngine:
         phrases = [list(row) + [""] * (width - len(row)) for row in banned]
         beam_size, alpha = (1, 0.0) if is_greedy(beam_size) else (beam_size, alpha)
         beam_size, alpha = self.settings(beam_size, alpha)
-        outputs = self.signature("controlled_beam")(
+        outputs = self.signature(signature)(
             text=text,
             prefix=tf.constant(prefixes, tf.string, shape=[rows]),
             repetition_penalty=tf.fill([rows], float(controls.repetition_penalty)),
@@ -211,18 +222,34 @@ class SavedModelEngine:
         alpha=None,
         sampling=None,
         temperature=1.0,
+        prefixes=None,
+        controls=None,
+        banned=None,
     ):
         """Per text, `n_best` (score, translation) pairs: the `nbest`
-        signature's best first, or with `sampling` (("topk", K) or
+        signature's best first (`controlled_nbest`'s under prefixes,
+        controls or banned phrases), or with `sampling` (("topk", K) or
         ("topp", P)) `n_best` draws of the `sample` signature."""
+        controlled = (prefixes, banned) != (None, None) or not (
+            controls or ControlSettings()
+        ).neutral
         if sampling is not None:
+            if controlled:
+                raise ValueError(
+                    "A SavedModel samples without prefixes or controls; the "
+                    "library's decode(..., sampler=...) takes them."
+                )
             return self._samples(texts, n_best, sampling, temperature)
+        text = tf.constant(texts, tf.string, shape=[len(texts)])
         beam_size, alpha = self.settings(beam_size, alpha)
-        outputs = self.signature("nbest")(
-            text=tf.constant(texts, tf.string, shape=[len(texts)]),
-            beam_size=tf.constant(beam_size),
-            alpha=tf.constant(alpha),
-        )
+        if controlled:
+            outputs = self._controlled(
+                text, beam_size, alpha, prefixes, controls, banned, "controlled_nbest"
+            )
+        else:
+            outputs = self.signature("nbest")(
+                text=text, beam_size=tf.constant(beam_size), alpha=tf.constant(alpha)
+            )
         return [
             [
                 (float(score), text.decode("utf-8"))

@@ -17,7 +17,10 @@ from keras_transformer.export.engines import open_export
 from keras_transformer.export.streaming import (
     SORT_WINDOW,
     decoded_lines,
+    report_cut_prefixes,
+    text_length,
     translate_batches,
+    with_prefixes,
 )
 
 SAMPLING_FORMS = "topk:K (an int K >= 1) or topp:P (0 < P <= 1)"
@@ -53,8 +56,10 @@ def hypotheses_function(
     sampling=None,
     temperature=1.0,
     seed=None,
+    controls=None,
 ):
-    """A function of a list of str -> per text, `n_best` (score, translation).
+    """A function of a list of str (and, by position, a typed prefix per
+    text) -> per text, `n_best` (score, translation).
 
     Args:
         path: a SavedModel's version folder or a CTranslate2 model folder.
@@ -68,6 +73,8 @@ def hypotheses_function(
         temperature: logits are divided by it before sampling.
         seed: the draws' seed (int); None draws one. The same seed, export
             and input give the same draws.
+        controls: None, or a `ControlSettings` for every text (not with
+            `sampling`).
 
     Raises:
         ValueError: `n_best` < 1 or > `beam_size`, or an export without the
@@ -83,9 +90,21 @@ def hypotheses_function(
     elif beam_size is None and engine.beam_size is not None:
         beam_size = max(engine.beam_size, n_best)
     _check_n_best(n_best, beam_size, sampling)
-    return lambda texts: engine.hypotheses(
-        texts, n_best, beam_size, alpha, sampling, temperature
-    )
+
+    def hypotheses(texts, prefixes=None):
+        return engine.hypotheses(
+            texts,
+            n_best,
+            beam_size,
+            alpha,
+            sampling,
+            temperature,
+            prefixes=prefixes,
+            controls=controls,
+        )
+
+    hypotheses.engine = engine
+    return hypotheses
 
 
 def _check_n_best(n_best, beam_size, sampling):
@@ -103,6 +122,7 @@ def write_hypotheses(
     total=None,
     n_best=True,
     window=SORT_WINDOW,
+    prefixes=None,
 ):
     """Writes the hypotheses of `lines` (bytes) into `output`, in input order,
     a window at a time (`translate_batches`).
@@ -117,6 +137,8 @@ def write_hypotheses(
             first hypothesis of each line alone (as `translate` writes).
         window: lines read ahead and sorted by length, see
             `translate_batches`.
+        prefixes: None, or line-aligned bytes, a typed prefix per line
+            (`hypotheses` then takes them as its second argument).
 
     Example:
 
@@ -128,8 +150,9 @@ def write_hypotheses(
     ['0\\t-0.500000\\tA', '0\\t-2.000000\\ta', '1\\t-0.500000\\tB', '1\\t-2.000000\\tb']
     """
     index = itertools.count()
+    run, texts = with_prefixes(hypotheses, decoded_lines(lines), prefixes)
     batches = translate_batches(
-        hypotheses, decoded_lines(lines), batch_size, total, window=window
+        run, texts, batch_size, total, window=window, key=text_length
     )
     for ahead in batches:
         for results in ahead:
@@ -140,6 +163,8 @@ def write_hypotheses(
             for score, text in results:
                 output.write(f"{number}\t{score:.6f}\t{text}\n")
         output.flush()
+    if hasattr(hypotheses, "engine"):
+        report_cut_prefixes(hypotheses.engine)
 
 
 def score_function(path):

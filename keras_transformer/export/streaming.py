@@ -270,13 +270,10 @@ def translate_lines(
         controls,
     )
     engine = translate.translate.engine  # the export's, see `translation_function`
-    texts, run = decoded_lines(lines), translate
-    if prefixes is not None:
-        texts = _with_prefixes(texts, decoded_lines(prefixes))
-        run = lambda pairs: translate(*map(list, zip(*pairs, strict=True)))  # noqa: E731
+    run, texts = with_prefixes(translate, decoded_lines(lines), prefixes)
     translations = [] if references is not None else None
     for ahead in translate_batches(
-        run, texts, batch_size, total, window=window, key=_text_length
+        run, texts, batch_size, total, window=window, key=text_length
     ):
         output.write("".join(translation + "\n" for translation in ahead))
         output.flush()
@@ -284,12 +281,7 @@ def translate_lines(
             translations += ahead
     if translate.summary():
         print(translate.summary(), file=sys.stderr)
-    if engine.prefixes_cut:
-        print(
-            f"{engine.prefixes_cut} prefixes were longer than the model's limit of "
-            f"{engine.source_limit()[1]} pieces and were cut there",
-            file=sys.stderr,
-        )
+    report_cut_prefixes(engine)
     if references is None:
         return None
     from keras_transformer.evaluation import corpus_scores
@@ -297,7 +289,28 @@ def translate_lines(
     return corpus_scores(translations, references)
 
 
-def _with_prefixes(texts, prefixes):
+def report_cut_prefixes(engine):
+    """Counts on stderr the prefixes `engine` cut at the model's limit."""
+    if engine.prefixes_cut:
+        print(
+            f"{engine.prefixes_cut} prefixes were longer than the model's limit of "
+            f"{engine.source_limit()[1]} pieces and were cut there",
+            file=sys.stderr,
+        )
+
+
+def with_prefixes(function, texts, prefixes):
+    """`(run, items)` for `translate_batches`: `function` and `texts`, or
+    with `prefixes` (line-aligned bytes, or None), a function of
+    (text, prefix) pairs that calls `function(texts, prefixes)`, and the
+    pairs."""
+    if prefixes is None:
+        return function, texts
+    pairs = _paired(texts, decoded_lines(prefixes))
+    return (lambda batch: function(*map(list, zip(*batch, strict=True)))), pairs
+
+
+def _paired(texts, prefixes):
     """(text, prefix) pairs of two line-aligned streams; a ValueError where
     one ends before the other."""
     for number, (text, prefix) in enumerate(itertools.zip_longest(texts, prefixes), 1):
@@ -317,6 +330,6 @@ def _with_prefixes(texts, prefixes):
         yield text, prefix
 
 
-def _text_length(item):
+def text_length(item):
     """The sort key of a line, or of a (line, prefix) pair: the line's length."""
     return len(item if isinstance(item, str) else item[0])

@@ -49,8 +49,9 @@ class Translator(ControlledTranslation, tf.Module):
     `max_length - 1` pieces, then the end id).
 
     The decoding settings' defaults are in `keras_transformer.decoding_defaults`.
-    The signatures `controlled` and `controlled_beam` take a typed prefix
-    and controls per text (`controlled.ControlledTranslation`).
+    The signatures `controlled`, `controlled_beam` and `controlled_nbest`
+    take a typed prefix and controls per text
+    (`controlled.ControlledTranslation`).
 
     Args:
         model: a trained `keras_transformer.Transformer`.
@@ -399,4 +400,5 @@ class Translator(ControlledTranslation, tf.Module):
             "sample": self.sample,
             "controlled": self.controlled,
             "controlled_beam": self.controlled_beam,
+            "controlled_nbest": self.controlled_nbest,
         }

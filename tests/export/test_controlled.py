@@ -88,6 +88,25 @@ def test_the_translation_begins_with_the_prefix_exactly_as_typed(signatures, hel
     assert strings(result["translation"]) == [pairs[0][1]]
 
 
+def test_every_hypothesis_of_the_n_best_list_begins_with_the_prefix(
+    signatures, sources
+):
+    prefixes = ["a ", "b c", "", "d e f "]
+    rows = {name: value for name, value in NEUTRAL.items() if name != "prefix"}
+    inputs = {"text": tf.constant(sources[:4]), "prefix": tf.constant(prefixes)}
+    for name, value in {**rows, "disable_unk": False}.items():
+        inputs[name] = tf.constant([value] * 4)
+    inputs.update(beam_size=tf.constant(3), alpha=tf.constant(0.6))
+    nbest = signatures["controlled_nbest"](**inputs)
+    best = signatures["controlled_beam"](**inputs)
+    translations = [strings(row) for row in nbest["translations"].numpy()]
+    assert [row[0] for row in translations] == strings(best["translation"].numpy())
+    for prefix, row in zip(prefixes, translations, strict=True):
+        assert len(row) == 3 and all(text.startswith(prefix) for text in row)
+    scores = nbest["scores"].numpy()
+    assert (scores[:, :-1] >= scores[:, 1:]).all()  # best first
+
+
 def test_a_prefix_longer_than_the_limit_is_cut_and_reported(signatures, sources):
     long_prefix = " ".join(["a"] * (MAX_LENGTH + 4))
     result = controlled(signatures, sources[:2], prefix=[long_prefix, "b "])

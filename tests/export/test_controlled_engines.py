@@ -121,6 +121,21 @@ def one_line_error(capsys, arguments):
     return error
 
 
+def test_n_best_lists_take_prefixes_and_controls_in_both_engines(
+    exported, ctranslate2_export, texts, tmp_path, capsys
+):
+    sources, prefixes = tmp_path / "sources.txt", tmp_path / "prefixes.txt"
+    sources.write_text("\n".join(texts[:3]) + "\n")
+    prefixes.write_text("a \n\nk j \n")
+    for path in (exported, ctranslate2_export):
+        arguments = ["translate", path, str(sources), "--n-best", "2"]
+        main([*arguments, "--prefixes", str(prefixes), "--disable-unk"])
+        lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+        assert [int(index) for index, _, _ in lines] == [0, 0, 1, 1, 2, 2]
+        for index, _, hypothesis in lines:
+            assert hypothesis.startswith(["a ", "", "k j "][int(index)])
+
+
 def test_a_prefix_file_of_another_length_is_an_error(exported, texts, tmp_path, capsys):
     sources, prefixes = tmp_path / "sources.txt", tmp_path / "prefixes.txt"
     sources.write_text("\n".join(texts[:3]) + "\n")
@@ -136,7 +151,7 @@ def test_a_prefix_file_of_another_length_is_an_error(exported, texts, tmp_path, 
         (["--repetition-penalty", "0"], "--repetition-penalty must be > 0"),
         (["--no-repeat-ngram-size", "9"], "--no-repeat-ngram-size must be 0 to 8"),
         (["--min-length", "-1"], "--min-length must be >= 0"),
-        (["--n-best", "2", "--min-length", "3"], "go with one translation a line"),
+        (["--sampling", "topk:2", "--min-length", "3"], "do not go with --sampling"),
     ],
 )
 def test_bad_control_flags_are_named_in_the_error(exported, flags, message, capsys):

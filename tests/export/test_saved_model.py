@@ -32,6 +32,7 @@ SIGNATURES = [
     "sample",
     "controlled",
     "controlled_beam",
+    "controlled_nbest",
 ]
 BAD_TEXTS = ["", "   ", "z \u00e4 \u4e2d a", " ".join("abcdefghijklmnop" * 2)]
 
@@ -245,6 +246,7 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
     inputs["controlled_beam"] = dict(
         controls, beam_size=tf.constant(2), alpha=tf.constant(0.3)
     )
+    inputs["controlled_nbest"] = inputs["controlled_beam"]
     in_process = translator.signatures()
     for name in SIGNATURES:
         expected = in_process[name](**inputs[name])
@@ -319,7 +321,7 @@ def test_the_beam_searching_signatures_share_one_traced_search(exported):
         prefix = f"__inference_{search}_"
         assert len([name for name in functions if name.startswith(prefix)]) == 1
     callers = ("translate", "beam", "nbest", "translate_ids", "attention")
-    for caller in (*callers, "controlled", "controlled_beam"):
+    for caller in (*callers, "controlled", "controlled_beam", "controlled_nbest"):
         (ops,) = [
             ops
             for name, ops in functions.items()
