@@ -11,7 +11,10 @@ them, and returns the state for the next step.
 cache: beam search tiles and reorders them with the beams as it does the
 cache, a keras-hub `BeamSampler` likewise, and greedy decoding carries
 them. Controls compose, applied in order. With none, the step function is
-returned unchanged: nothing extra is traced. They never act on a token
+returned unchanged: nothing extra is traced. A step skips a control whose
+`is_active` is false for every row (a neutral setting, or a step it does
+not concern), so a signature that always carries every control pays
+little for the ones a batch leaves at rest. They never act on a token
 given in a prefix: those steps keep the model's logits.
 
 Like CTranslate2's and Hugging Face's logits processors, they act on the
@@ -39,6 +42,13 @@ class StepControl:
     def initial_state(self, batch_size):
         """The per-item state: a nest of tensors, each (B, ...)."""
         return ()
+
+    def is_active(self, index, state):
+        """None (the default: `adjust` runs every step), or a scalar bool:
+        whether `adjust` may change a row's logits at this step; where it
+        is false the step skips it. For controls whose `adjust` returns
+        `state` unchanged."""
+        return None
 
     def adjust(self, logits, ids, index, state):
         """`(logits, state)` for the step that feeds `ids[:, index]`.
@@ -88,10 +98,22 @@ def with_controls(next_fn, controls):
         model_logits = ops.cast(logits, "float32")
         logits, new_states = model_logits, []
         for control, state in zip(controls, states, strict=True):
-            logits, state = control.adjust(logits, ids, index, state)
+            active = control.is_active(index, state)
+            if active is None:
+                logits, state = control.adjust(logits, ids, index, state)
+            else:
+                logits = ops.cond(
+                    active,
+                    lambda c=control, x=logits, s=state: c.adjust(x, ids, index, s)[0],
+                    lambda x=logits: x,
+                )
             new_states.append(state)
         is_given = given_tokens(ids, index) != PAD_ID  # (B',): a prefix's token
-        logits = ops.where(is_given[:, None], model_logits, logits)
+        logits = ops.cond(
+            ops.any(is_given),
+            lambda x=logits: ops.where(is_given[:, None], model_logits, x),
+            lambda x=logits: x,
+        )
         return logits, (cache, tuple(new_states))
 
     return controlled
@@ -160,6 +182,9 @@ class RepetitionPenalty(StepControl):
     def initial_state(self, batch_size):
         return per_item(self.penalty, batch_size, "float32")  # (B,)
 
+    def is_active(self, index, state):
+        return ops.any(state != 1.0) & (index >= 1)
+
     def adjust(self, logits, ids, index, state):
         generated = ops.broadcast_to(generated_columns(ids, index), ops.shape(ids))
         seen = marked(
@@ -222,6 +247,9 @@ class NoRepeatNgram(StepControl):
     def initial_state(self, batch_size):
         return per_item(self.size, batch_size, "int32")  # (B,)
 
+    def is_active(self, index, state):
+        return ops.any((state >= 1) & (state - 1 <= index))
+
     def adjust(self, logits, ids, index, state):
         length = ops.shape(ids)[1]
         shape = ops.shape(ids)  # (B', L + 1)
@@ -276,6 +304,9 @@ class MinLength(StepControl):
     def initial_state(self, batch_size):
         return per_item(self.length, batch_size, "int32")  # (B,)
 
+    def is_active(self, index, state):
+        return ops.any(index < state)
+
     def adjust(self, logits, ids, index, state):
         vocab = ops.arange(ops.shape(logits)[-1], dtype="int32")  # (V,)
         too_short = (index < state)[:, None] & (vocab == self.end_id)[None]
@@ -313,6 +344,9 @@ class SuppressSequences(StepControl):
             sequences = ops.broadcast_to(sequences, (batch_size, *sequences.shape))
         return sequences  # (B, N, M)
 
+    def is_active(self, index, state):
+        return ops.any(state[:, :, -1] >= 0)
+
     def adjust(self, logits, ids, index, state):
         width = state.shape[-1]  # M, static
         matches = state[:, :, -1] >= 0  # (B', N)
@@ -331,7 +365,11 @@ class AllowOnly(StepControl):
     """Only the tokens `allowed` marks may come after `at` generated tokens:
     e.g. the pieces that begin with the characters a translator typed of
     the prefix's last, unfinished word (token healing). Other steps are
-    unchanged.
+    unchanged, and skip it.
+
+    The mask is not part of the loop state: beams of an item share it
+    (beam k of item b at row b * K + k, as beam search and keras-hub's
+    `BeamSampler` lay them out), and it is read at those steps only.
 
     Args:
         allowed: bool (B, V), each item's tokens at that step; or (V,) for
@@ -355,14 +393,17 @@ class AllowOnly(StepControl):
         self.at = at
 
     def initial_state(self, batch_size):
-        allowed = ops.cast(self.allowed, "bool")
-        if len(allowed.shape) == 1:  # (V,), the same for every item
-            allowed = ops.broadcast_to(allowed, (batch_size, allowed.shape[0]))
-        return per_item(self.at, batch_size, "int32"), allowed  # (B,), (B, V)
+        return per_item(self.at, batch_size, "int32")  # (B,)
+
+    def is_active(self, index, state):
+        return ops.any(index == state)
 
     def adjust(self, logits, ids, index, state):
-        at, allowed = state
-        ruled_out = (index == at)[:, None] & ~allowed  # (B', V)
+        allowed = ops.cast(self.allowed, "bool")  # (B, V) or (V,)
+        if len(allowed.shape) == 2:  # the rows of each item's K beams
+            rows_per_item = ops.shape(logits)[0] // ops.shape(allowed)[0]
+            allowed = ops.repeat(allowed, rows_per_item, axis=0)  # (B', V)
+        ruled_out = (index == state)[:, None] & ~allowed  # (B', V)
         return ops.where(ruled_out, BANNED, ops.cast(logits, "float32")), state
 
 
