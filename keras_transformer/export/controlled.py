@@ -42,7 +42,7 @@ class ControlledTranslation:
     of a `Translator`.
 
     A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
-    `_search`, `_texts`, `beam_size`, `alpha` and `max_length`.
+    `_search`, `beam_size`, `alpha` and `max_length`.
 
     Per text (each input (B,), `banned` (B, N)):
         prefix: the start of the translation as typed ("" for none). The
