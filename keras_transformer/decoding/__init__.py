@@ -9,7 +9,9 @@ TensorFlow-only piece, the caches that `decode` grows there (measured
 faster than the fixed buffers it is tested against). `controls` adjust each
 step's logits (a repetition penalty, banned n-grams, a minimum length,
 suppressed sequences) for every loop; `decode(prefix=...)` makes each
-output begin with given tokens (`prefix`). `forced` scores given targets.
+output begin with given tokens (`prefix`), and `decode(constraints=...)`
+makes it contain given phrases (`constraints`, dynamic beam allocation).
+`forced` scores given targets.
 """
 
 from keras_transformer.decoding.beam_search import beam_search

@@ -15,6 +15,11 @@ import keras
 from keras import ops
 
 from keras_transformer import decoding_defaults
+from keras_transformer.decoding.constraints import (
+    PhraseConstraints,
+    allocation_priority,
+    finished_priority,
+)
 from keras_transformer.decoding.greedy import log_probabilities
 from keras_transformer.decoding.loops import (
     check_beams,
@@ -142,6 +147,7 @@ def beam_search(
     cache_shapes=None,
     start_index=0,
     start_scores=None,
+    constraints=None,
 ):
     """Beam search with the GNMT length penalty over a step function.
 
@@ -197,6 +203,11 @@ def beam_search(
             already holds the given columns before it (as for
             `greedy_decode`).
         start_scores: float (B,), the log-probabilities of those columns.
+        constraints: None, or int (B, C, P): phrases each output must
+            contain, C per item, P piece ids each, left-aligned and padded
+            with -1 (`decoding.constraints`, dynamic beam allocation). A
+            hypothesis ends only once it has them all, or at its limit;
+            those that have them all come first.
 
     Returns:
         `(ids, scores)`: int32 (B, num_results, max_length), the generated
@@ -244,9 +255,23 @@ def beam_search(
     finished_ids = ops.full((batch_size, slots, buffer_length), pad_id, "int32")
     finished_scores = ops.full((batch_size, slots), NO_HYPOTHESIS, "float32")
     done = ops.zeros((batch_size,), "bool")  # (B,)
+    phrases, phrase_state = None, ()
+    if constraints is not None:
+        phrases = PhraseConstraints(constraints)
+        phrase_state = (
+            *phrases.initial_state(alive_ids, start_index),  # (B, K, C) each
+            ops.zeros((batch_size, slots), "bool"),  # finished with every phrase
+        )
 
     def step(
-        index, alive_ids, alive_log_probs, cache, finished_ids, finished_scores, done
+        index,
+        alive_ids,
+        alive_log_probs,
+        cache,
+        finished_ids,
+        finished_scores,
+        phrase_state,
+        done,
     ):
         # The row count, where known when tracing, stays known to `next_fn`.
         rows = -1 if None in alive_ids.shape[:2] else alive_ids.shape[0] * beam_size
@@ -254,21 +279,39 @@ def beam_search(
         logits, cache = next_fn(flat_ids, cache, index)  # (B * K, V)
         log_probs = log_probabilities(logits)  # (B * K, V)
         log_probs = ops.reshape(log_probs, (batch_size, beam_size, -1))  # (B, K, V)
+        if phrases is not None:
+            log_probs = phrases.rule_out_end(log_probs, phrase_state[:2], end_id)
         if scoring.forces_end_at_limit:
             log_probs = _force_end(log_probs, index + 1 >= limits, end_id)
         if prefixed:
             given = given_tokens(alive_ids, index)  # (B, K)
             log_probs = _only_given(log_probs, given, pad_id)
-        ids, tokens, log_p, beams = _top_candidates(
-            alive_ids, alive_log_probs, log_probs, index, 2 * beam_size
-        )  # (B, 2K, L + 1), then (B, 2K) each
+        if phrases is None:
+            ids, tokens, log_p, beams = _top_candidates(
+                alive_ids, alive_log_probs, log_probs, index, 2 * beam_size
+            )  # (B, 2K, L + 1), then (B, 2K) each, best first
+        else:
+            ids, tokens, log_p, beams, candidate_state, banks = phrases.candidates(
+                alive_ids, alive_log_probs, log_probs, index, phrase_state[:2]
+            )  # (B, M, L + 1), then (B, M) each
         length = index + 1  # tokens generated, this one included
         ended = (tokens == end_id) | (length >= limits[:, None])  # (B, 2K)
-        in_beam = ops.arange(2 * beam_size)[None, :] < beam_size  # (1, 2K)
+        going_on = ops.where(ended, NO_HYPOTHESIS, log_p)
 
-        alive_log_probs, alive_ids, picks = _keep_best(
-            ops.where(ended, NO_HYPOTHESIS, log_p), ids, beam_size
-        )  # (B, K), (B, K, L + 1), (B, K)
+        if phrases is None:
+            in_beam = ops.arange(2 * beam_size)[None, :] < beam_size  # (1, 2K)
+            alive_log_probs, alive_ids, picks = _keep_best(
+                going_on, ids, beam_size
+            )  # (B, K), (B, K, L + 1), (B, K)
+        else:  # the order of dynamic beam allocation
+            priority = allocation_priority(log_p, banks)  # (B, M)
+            in_beam = priority >= ops.top_k(priority, k=beam_size)[0][:, -1:]
+            _, alive_ids, picks = _keep_best(
+                allocation_priority(going_on, banks), ids, beam_size
+            )
+            alive_log_probs = take_per_row(going_on, picks)  # (B, K)
+            candidate_met = candidate_state[0]  # (B, M, C)
+            alive_state = [take_per_row(x, picks) for x in candidate_state]
         cache = gather_beams(cache, take_per_row(beams, picks), beam_size)
 
         float_length = ops.cast(length, "float32")
@@ -276,17 +319,30 @@ def beam_search(
         scores = ops.where(
             takes, log_p / scoring.normalizer(float_length, alpha), NO_HYPOTHESIS
         )  # (B, 2K)
-        finished_scores, finished_ids, _ = _keep_best(
-            ops.concatenate([finished_scores, scores], axis=1),  # (B, N + 2K)
-            ops.concatenate([finished_ids, ids], axis=1),
-            slots,
-        )  # (B, N), (B, N, L + 1)
-        best_alive = alive_log_probs[:, 0]  # (B,)
+        all_scores = ops.concatenate([finished_scores, scores], axis=1)  # (B, N + 2K)
+        all_ids = ops.concatenate([finished_ids, ids], axis=1)
+        if phrases is None:
+            finished_scores, finished_ids, _ = _keep_best(all_scores, all_ids, slots)
+            worst_finished = finished_scores[:, -1]  # (B,)
+        else:  # those with every phrase first
+            all_met = ops.concatenate(
+                [phrase_state[2], ops.all(candidate_met, axis=-1)], axis=1
+            )
+            _, finished_ids, picks = _keep_best(
+                finished_priority(all_scores, all_met), all_ids, slots
+            )
+            finished_scores = take_per_row(all_scores, picks)  # (B, N)
+            finished_met = take_per_row(all_met, picks)  # (B, N)
+            phrase_state = (*alive_state, finished_met)
+            worst_finished = ops.where(
+                finished_met[:, -1], finished_scores[:, -1], NO_HYPOTHESIS
+            )
+        best_alive = ops.max(alive_log_probs, axis=1)  # (B,)
         done = (
             done
             | (best_alive == NO_HYPOTHESIS)
             | scoring.is_done(
-                best_alive, finished_scores[:, -1], float_length, float_limits, alpha
+                best_alive, worst_finished, float_length, float_limits, alpha
             )
         )  # (B,)
         return (
@@ -296,6 +352,7 @@ def beam_search(
             cache,
             finished_ids,
             finished_scores,
+            phrase_state,
             done,
         )
 
@@ -309,9 +366,10 @@ def beam_search(
         tile_beams(cache, beam_size),
         finished_ids,
         finished_scores,
+        phrase_state,
         done,
     )
-    *_, finished_ids, finished_scores, _ = while_loop(
+    *_, finished_ids, finished_scores, _, _ = while_loop(
         not_done, step, loop_vars, max_length - start_index, 3, cache_shapes
     )
     return finished_ids[:, :num_results, 1:], finished_scores[:, :num_results]

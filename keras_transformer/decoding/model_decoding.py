@@ -168,6 +168,7 @@ def decode(
     fixed_cache=False,
     controls=(),
     prefix=None,
+    constraints=None,
 ):
     """Decodes `encoder_inputs` with `model`: beam search, greedy if
     `beam_size` is 1.
@@ -229,6 +230,12 @@ def decode(
             has given are fed in one teacher-forced pass (`prefix.prefill`;
             under `jax.jit` and XLA, where their number is unknown while
             tracing, a token a step instead).
+        constraints: None, or int (B, C, P): phrases of target pieces that
+            each output must contain, left-aligned and padded with -1
+            (`beam_search`'s, by dynamic beam allocation); they need beam
+            search, which runs even at `beam_size=1`. An output that lacks
+            one ends at its limit: check with
+            `decoding.constraints.phrases_found`.
 
     Returns:
         `(ids, scores)`, always with a results axis: int32
@@ -249,6 +256,8 @@ def decode(
     >>> tuple(ids.shape), tuple(scores.shape)
     ((2, 1, 5), (2, 1))
     """
+    if sampler is not None and constraints is not None:
+        raise ValueError("constraints need beam search, not a sampler.")
     if sampler is not None and (beam_size not in (None, 1) or num_results != 1):
         raise ValueError(
             "With a sampler, beam_size and num_results must be 1 (a keras-hub "
@@ -278,7 +287,8 @@ def decode(
     step_inputs = _step_inputs(
         model, encoder_outputs, encoder_padding_mask, "append" if grow else "write"
     )
-    next_fn = _next_fn(model, step_inputs, _rows_per_item(beam_size, sampler))
+    rows_per_item = _rows_per_item(beam_size, sampler, constraints)
+    next_fn = _next_fn(model, step_inputs, rows_per_item)
     state = model.init_cache(batch_size, None if grow else length)
     given = {}
     if prefix is not None:
@@ -314,7 +324,7 @@ def decode(
     arguments.update(given)
     if grow:
         arguments["cache_shapes"] = cache_shapes
-    if is_greedy(beam_size):
+    if is_greedy(beam_size) and constraints is None:
         ids, scores = greedy_decode(**arguments)  # (B, L), (B,)
         return ids[:, None], scores[:, None]
     return beam_search(
@@ -323,12 +333,13 @@ def decode(
         alpha=alpha,
         num_results=num_results,
         scoring=scoring,
+        constraints=constraints,
     )  # (B, N, L), (B, N)
 
 
-def _rows_per_item(beam_size, sampler):
+def _rows_per_item(beam_size, sampler, constraints):
     """The token rows of each source item in the step function: the beams
     of beam search or of a keras-hub `BeamSampler`, else 1."""
     if sampler is not None:
         return getattr(sampler, "num_beams", 1)  # keras-hub's beams, tiled
-    return 1 if is_greedy(beam_size) else beam_size
+    return 1 if is_greedy(beam_size) and constraints is None else beam_size
