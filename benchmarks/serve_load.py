@@ -56,6 +56,8 @@ ROW_CHOICES = {
     "min_length": (0, 4),
     "disable_unk": (False, True),
     "banned": ((b"",), (b"the", b""), (b"und", b"a")),
+    # single letters: words of every vocabulary, the test's reversal too
+    "required": ((b"",), (b"",), (b"e",), (b"o", b"")),
 }
 ROW_TYPES = {
     "prefix": object,
@@ -64,6 +66,7 @@ ROW_TYPES = {
     "min_length": np.int32,
     "disable_unk": bool,
     "banned": object,
+    "required": object,
 }
 BAD_INPUTS = (
     b"",
@@ -113,7 +116,8 @@ class SessionModel:
                 feed[signature.inputs[key].name] = value
         if name == "controlled":
             for key, dtype in ROW_TYPES.items():
-                if key == "banned":  # (B, N): padded with "", as TF Serving pads
+                if key in ("banned", "required"):  # (B, N): padded with "", as
+                    # TF Serving pads
                     width = max([1, *(len(row[key]) for row in rows)])
                     values = np.full((len(rows), width), b"", dtype=object)
                     for index, row in enumerate(rows):

@@ -60,3 +60,40 @@ class ControlSettings:
 
 def _is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class Terms:
+    """The phrases of one text's translation that a glossary sets: those
+    that must appear and those that must not (target-language text, each
+    cut into pieces as a phrase alone).
+
+    Args:
+        required: phrases the translation must contain.
+        banned: phrases it must not contain.
+
+    Example:
+
+    >>> Terms(required=["Vertrag"], banned=["Kontrakt"]).required
+    ('Vertrag',)
+    >>> Terms(required=["Vertrag"], banned=[" Vertrag"])
+    Traceback (most recent call last):
+    ...
+    ValueError: 'Vertrag' is both required and banned.
+    """
+
+    required: tuple = ()
+    banned: tuple = ()
+
+    def __post_init__(self):
+        for name in ("required", "banned"):
+            phrases = tuple(str(phrase).strip() for phrase in getattr(self, name))
+            if "" in phrases:
+                raise ValueError(f"A {name} phrase is empty.")
+            object.__setattr__(self, name, phrases)
+        for phrase in self.required:
+            if phrase in self.banned:
+                raise ValueError(f"{phrase!r} is both required and banned.")
+
+    def __bool__(self):
+        return bool(self.required or self.banned)

@@ -1,12 +1,13 @@
 """The `Translator`'s controlled signatures: a typed prefix, a repetition
-penalty, banned repeated n-grams, a minimum length, no unknown piece and
-banned phrases, each given per text.
+penalty, banned repeated n-grams, a minimum length, no unknown piece,
+banned phrases and required phrases (terminology), each given per text.
 
 Every input is one value per text (batch first), so TF Serving's batcher
 (`--enable_batching`) can put requests with different prefixes and
 settings in one batch: each row is decoded as it would be alone. The
-controls are `keras_transformer.decoding.controls`' and the prefix
-`decoding.prefix`'s, with the text rules of `export.text_prefix`.
+controls are `keras_transformer.decoding.controls`', the prefix
+`decoding.prefix`'s, with the text rules of `export.text_prefix`, and the
+required phrases `decoding.constraints`'.
 """
 
 import functools
@@ -14,6 +15,7 @@ import functools
 import tensorflow as tf
 
 from keras_transformer.data.pipeline import has_pieces
+from keras_transformer.decoding.constraints import phrases_found
 from keras_transformer.decoding.controls import (
     AllowOnly,
     MinLength,
@@ -34,7 +36,8 @@ from keras_transformer.export.text_prefix import TypedPrefix
 from keras_transformer.special_ids import UNKNOWN_ID
 
 _ROWS = tf.TensorSpec([None], tf.int32)
-MAX_PHRASE_PIECES = 16  # the most pieces of a banned phrase
+MAX_PHRASE_PIECES = 16  # the most pieces of a banned or required phrase
+_PHRASES = tf.TensorSpec([None, None, MAX_PHRASE_PIECES], tf.int32)
 
 
 class ControlledTranslation:
@@ -44,7 +47,7 @@ class ControlledTranslation:
     A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
     `_search`, `beam_size`, `alpha` and `max_length`.
 
-    Per text (each input (B,), `banned` (B, N)):
+    Per text (each input (B,), `banned` and `required` (B, N)):
         prefix: the start of the translation as typed ("" for none). The
             translation begins with it exactly; where it ends inside a
             word, the word may go on (token healing, `TypedPrefix`). At
@@ -64,6 +67,16 @@ class ControlledTranslation:
             is never generated (`SuppressSequences`), up to
             `MAX_PHRASE_PIECES` pieces a phrase. A phrase written
             differently inside a word (part of a compound) is not caught.
+        required: phrases that must appear (a glossary's target terms),
+            string (B, N), "" for none, cut into pieces as `banned` is.
+            Beam search places them by dynamic beam allocation
+            (`decoding.constraints`); a hypothesis ends only once it has
+            them all. Where they do not fit the length limit, the
+            translation ends there without them, and the output
+            `required_met` is false. More phrases than `beam_size - 1`
+            are still placed, but earlier than the model would choose. A
+            phrase may not be both required and banned, nor hold a piece
+            the vocabulary lacks (the unknown piece).
 
     A value out of range fails the call with an InvalidArgumentError that
     names it. A text without pieces translates to its prefix, score 0.
@@ -79,13 +92,14 @@ class ControlledTranslation:
         min_length,
         disable_unk,
         banned,
+        required,
     ):
         """Beam search with the default beam size and alpha, under the
         controls each text gives (see the class docstring).
 
         Returns:
             {"translation": string (B,), "score": float32 (B,),
-            "prefix_cut": bool (B,)}.
+            "prefix_cut": bool (B,), "required_met": bool (B,)}.
         """
         rows = dict(
             prefix=prefix,
@@ -94,6 +108,7 @@ class ControlledTranslation:
             min_length=min_length,
             disable_unk=disable_unk,
             banned=banned,
+            required=required,
         )
         beam_size = tf.constant(self.beam_size, tf.int32)
         return _best(
@@ -110,6 +125,7 @@ class ControlledTranslation:
         min_length,
         disable_unk,
         banned,
+        required,
         beam_size,
         alpha,
     ):
@@ -121,7 +137,7 @@ class ControlledTranslation:
 
         Returns:
             {"translation": string (B,), "score": float32 (B,),
-            "prefix_cut": bool (B,)}.
+            "prefix_cut": bool (B,), "required_met": bool (B,)}.
         """
         rows = dict(
             prefix=prefix,
@@ -130,6 +146,7 @@ class ControlledTranslation:
             min_length=min_length,
             disable_unk=disable_unk,
             banned=banned,
+            required=required,
         )
         return _best(
             self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
@@ -145,6 +162,7 @@ class ControlledTranslation:
         min_length,
         disable_unk,
         banned,
+        required,
         beam_size,
         alpha,
     ):
@@ -153,7 +171,8 @@ class ControlledTranslation:
 
         Returns:
             {"translations": string (B, K), "scores": float32 (B, K),
-            "prefix_cut": bool (B,)}, K = `beam_size` (clipped to [1, 64]).
+            "prefix_cut": bool (B,), "required_met": bool (B, K)}, K =
+            `beam_size` (clipped to [1, 64]).
         """
         rows = dict(
             prefix=prefix,
@@ -162,6 +181,7 @@ class ControlledTranslation:
             min_length=min_length,
             disable_unk=disable_unk,
             banned=banned,
+            required=required,
         )
         beam_size, alpha = beam_settings(beam_size, alpha)
         return self._controlled_texts(text, rows, beam_size, alpha, beam_size)
@@ -174,11 +194,22 @@ class ControlledTranslation:
 
     def _controlled_texts(self, text, rows, beam_size, alpha, num_results=1):
         """The `num_results` best: {"translations": (B, K), "scores": (B, K),
-        "prefix_cut": (B,)}."""
+        "prefix_cut": (B,), "required_met": (B, K)}."""
         with tf.control_dependencies(_check_rows(text, rows)):
             source_ids = self.source_ids(text)  # (B, S)
         typed = self._typed_prefix(rows["prefix"])
-        banned = phrase_pieces(self.tokenizer, rows["banned"])  # (B, N, M)
+        banned = right_aligned(
+            phrase_pieces(self.tokenizer, rows["banned"], "banned")
+        )  # (B, N, M)
+        required = phrase_pieces(self.tokenizer, rows["required"], "required")
+        known = tf.debugging.assert_none_equal(
+            required,
+            UNKNOWN_ID,
+            message="a required phrase has pieces the vocabulary lacks "
+            "(the unknown piece)",
+        )
+        with tf.control_dependencies([known]):
+            required = tf.identity(required)  # (B, C, M)
         unknown = tf.where(rows["disable_unk"], UNKNOWN_ID, -1)[:, None]  # (B, 1)
         unknown = tf.pad(
             unknown, [[0, 0], [MAX_PHRASE_PIECES - 1, 0]], constant_values=-1
@@ -192,6 +223,7 @@ class ControlledTranslation:
             rows["no_repeat_ngram_size"],
             rows["min_length"],
             tf.concat([banned, unknown[:, None]], axis=1),  # (B, N + 1, M)
+            required,  # (B, C, M)
             beam_size,
             alpha,
             num_results,
@@ -209,6 +241,7 @@ class ControlledTranslation:
             ),
             "scores": tf.where(nonempty, scores, 0.0),
             "prefix_cut": typed["cut"],
+            "required_met": tf.reduce_all(phrases_found(ids, required), axis=-1),
         }
 
     @tf.function(
@@ -220,7 +253,8 @@ class ControlledTranslation:
             tf.TensorSpec([None], tf.float32),
             _ROWS,
             _ROWS,
-            tf.TensorSpec([None, None, MAX_PHRASE_PIECES], tf.int32),
+            _PHRASES,
+            _PHRASES,
             BEAM_SIZE,
             ALPHA,
             NUM_RESULTS,
@@ -236,6 +270,7 @@ class ControlledTranslation:
         ngram,
         min_length,
         suppressed,
+        required,
         beam_size,
         alpha,
         num_results,
@@ -255,40 +290,47 @@ class ControlledTranslation:
             num_results,
             controls=controls,
             prefix=prefix_ids,
+            constraints=required,
         )
 
 
 def _best(outputs):
     """`_controlled_texts`'s best hypothesis: {"translation", "score",
-    "prefix_cut"}, each (B,)."""
+    "prefix_cut", "required_met"}, each (B,)."""
     return {
         "translation": outputs["translations"][:, 0],
         "score": outputs["scores"][:, 0],
         "prefix_cut": outputs["prefix_cut"],
+        "required_met": outputs["required_met"][:, 0],
     }
 
 
-def phrase_pieces(tokenizer, phrases):
+def phrase_pieces(tokenizer, phrases, kind):
     """Phrases (B, N) -> their target pieces (B, N, M), M =
-    `MAX_PHRASE_PIECES` (static, as `SuppressSequences` needs), each
-    right-aligned with -1 before it; "" gives a row of -1 only. A longer
-    phrase fails the call with a message."""
+    `MAX_PHRASE_PIECES` (static, as the decoding loops need), each
+    left-aligned and padded with -1; "" gives a row of -1 only. A longer
+    phrase fails the call with a message naming its `kind` ("banned" or
+    "required")."""
     shape = tf.shape(phrases, out_type=tf.int64)
     ids = tokenizer.tokenize_target(tf.reshape(phrases, [-1]))  # (B * N, None)
-    lengths = ids.row_lengths()  # (B * N,)
     check = tf.debugging.assert_less_equal(
-        lengths,
+        ids.row_lengths(),
         tf.constant(MAX_PHRASE_PIECES, tf.int64),
-        f"a banned phrase has more than {MAX_PHRASE_PIECES} pieces",
+        f"a {kind} phrase has more than {MAX_PHRASE_PIECES} pieces",
     )
-    width = MAX_PHRASE_PIECES
     with tf.control_dependencies([check]):
-        dense = ids.to_tensor(-1, shape=[None, width])  # (B * N, M), left-aligned
-    columns = tf.range(width, dtype=tf.int64)[None] - (width - lengths)[:, None]
-    aligned = tf.where(
-        columns >= 0, tf.gather(dense, tf.maximum(columns, 0), batch_dims=1), -1
-    )
-    return tf.reshape(aligned, tf.concat([shape, [width]], 0))
+        dense = ids.to_tensor(-1, shape=[None, MAX_PHRASE_PIECES])  # (B * N, M)
+    return tf.reshape(dense, tf.concat([shape, [MAX_PHRASE_PIECES]], 0))
+
+
+def right_aligned(pieces):
+    """Left-aligned phrases (..., M), padded with -1, right-aligned (-1
+    before), as `SuppressSequences` takes them."""
+    width = pieces.shape[-1]
+    lengths = tf.reduce_sum(tf.cast(pieces >= 0, tf.int32), axis=-1)  # (...)
+    columns = tf.range(width) - (width - lengths)[..., None]  # (..., M)
+    taken = tf.gather(pieces, tf.maximum(columns, 0), batch_dims=len(pieces.shape) - 1)
+    return tf.where(columns >= 0, taken, -1)
 
 
 def _check_rows(text, rows):
@@ -301,6 +343,8 @@ def _check_rows(text, rows):
         for name, value in rows.items()
     ]
     penalty, ngram = rows["repetition_penalty"], rows["no_repeat_ngram_size"]
+    required = tf.strings.strip(rows["required"])  # (B, C)
+    banned = tf.strings.strip(rows["banned"])  # (B, N)
     return checks + [
         tf.debugging.assert_positive(penalty, "repetition_penalty must be > 0"),
         tf.debugging.assert_non_negative(ngram, "no_repeat_ngram_size must be >= 0"),
@@ -310,4 +354,12 @@ def _check_rows(text, rows):
             f"no_repeat_ngram_size must be <= {MAX_NO_REPEAT_NGRAM}",
         ),
         tf.debugging.assert_non_negative(rows["min_length"], "min_length must be >= 0"),
+        tf.debugging.assert_equal(
+            tf.reduce_any(
+                (required[:, :, None] == banned[:, None, :])
+                & (required != "")[:, :, None]
+            ),
+            False,
+            "a phrase is both required and banned",
+        ),
     ]

@@ -78,7 +78,7 @@ class CTranslate2Translator:
         self.translator = ctranslate2.Translator(
             path, inter_threads=1, intra_threads=self.threads
         )
-        self.prefixes_cut = 0
+        self.prefixes_cut = self.terms_missed = 0
 
     def set_seed(self, seed):
         """The seed of CTranslate2's draws (process-wide)."""
@@ -96,7 +96,7 @@ class CTranslate2Translator:
         alpha=None,
         prefixes=None,
         controls=None,
-        banned=None,
+        terms=None,
     ):
         """Translates `texts` (str), with the export's settings unless given.
 
@@ -107,7 +107,7 @@ class CTranslate2Translator:
                 `length_penalty`), >= 0; None for the export's.
             prefixes: None, or a typed prefix per text ("" for none).
             controls: None, or a `ControlSettings` for all texts.
-            banned: None; phrases that must not appear are the
+            terms: None; phrases that must appear or must not are the
                 SavedModel's (a ValueError says so).
 
         Returns:
@@ -123,7 +123,7 @@ class CTranslate2Translator:
             alpha,
             prefixes=prefixes,
             controls=controls,
-            banned=banned,
+            terms=terms,
             _one_greedy_call=True,
         )
         return [hypotheses[0][1] for hypotheses in results]
@@ -138,7 +138,7 @@ class CTranslate2Translator:
         temperature=1.0,
         prefixes=None,
         controls=None,
-        banned=None,
+        terms=None,
         _one_greedy_call=False,
     ):
         """The `n_best` best translations of each text, with their scores.
@@ -161,7 +161,7 @@ class CTranslate2Translator:
             temperature: the logits are divided by it before sampling.
             prefixes: as in `translate`.
             controls: as in `translate`.
-            banned: as in `translate`.
+            terms: as in `translate`.
 
         Returns:
             A list, per text, of `n_best` (score, translation) pairs, best
@@ -170,10 +170,11 @@ class CTranslate2Translator:
             `beam_size` hypotheses have ended. Each score is the one
             `Translator.score` gives the same hypothesis (at alpha 0).
         """
-        if banned is not None and any(banned):
+        if terms is not None and any(terms):
             raise ValueError(
-                "A CTranslate2 export cannot ban phrases per text; translate "
-                "with the SavedModel export (export_translator) instead."
+                "A CTranslate2 export cannot require or ban phrases (it has no "
+                "constrained decoding); translate with the SavedModel export "
+                "(export_translator) instead."
             )
         saved = {"beam_size": self.beam_size, "alpha": self.alpha}
         beam_size, alpha = decoding_settings(beam_size, alpha, saved)

@@ -8,19 +8,20 @@ both through the same methods:
 - `beam_size`, `alpha`: the export's decoding settings (None for a
   SavedModel too old to record them);
 - `translate(texts, beam_size=None, alpha=None, prefixes=None,
-  controls=None, banned=None)`: a translation per text; beam size 1 is
+  controls=None, terms=None)`: a translation per text; beam size 1 is
   greedy decoding; `prefixes` one typed prefix per text, `controls` a
-  `ControlSettings` for all, `banned` a list of phrases per text that
-  must not appear (a SavedModel's; CTranslate2 refuses them);
+  `ControlSettings` for all, `terms` a `Terms` per text, the phrases that
+  must appear and must not (a SavedModel's; CTranslate2 refuses them);
 - `hypotheses(texts, n_best, beam_size, alpha, sampling, temperature,
-  prefixes=None, controls=None, banned=None)`: n-best lists (under
+  prefixes=None, controls=None, terms=None)`: n-best lists (under
   `translate`'s prefixes and controls) or draws, with `set_seed(seed)` for
   the draws;
 - `score(sources, targets)`: forced decoding;
 - `source_limit()`: the SentencePiece processor of the sources and the
   most source pieces the model reads;
 - `prefixes_cut`: how many prefixes so far had more pieces than the model
-  reads, and were cut.
+  reads, and were cut; `terms_missed`: how many translations so far lack
+  a required phrase (it did not fit the length limit).
 
 A control an engine lacks is refused there, with one message.
 """
@@ -34,7 +35,7 @@ import tensorflow as tf
 
 from keras_transformer.data.tokenizer import sentencepiece_processors
 from keras_transformer.decoding_defaults import decoding_settings, is_greedy
-from keras_transformer.export.control_settings import ControlSettings
+from keras_transformer.export.control_settings import ControlSettings, Terms
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
 from keras_transformer.export.saved_model import VOCABULARY_FILE
 
@@ -128,7 +129,7 @@ class SavedModelEngine:
             self.saved = {name: value.numpy() for name, value in defaults.items()}
         self.beam_size = None if self.saved is None else int(self.saved["beam_size"])
         self.alpha = None if self.saved is None else float(self.saved["alpha"])
-        self.prefixes_cut = 0
+        self.prefixes_cut = self.terms_missed = 0
         self._seed = random.randrange(2**31)
         self._draws = itertools.count()
 
@@ -156,15 +157,15 @@ class SavedModelEngine:
         alpha=None,
         prefixes=None,
         controls=None,
-        banned=None,
+        terms=None,
     ):
         """A translation per text (see the module docstring)."""
         _check_beam_size(beam_size)
         text = tf.constant(texts, tf.string, shape=[len(texts)])
         neutral = (controls or ControlSettings()).neutral
-        if prefixes is not None or banned is not None or not neutral:
+        if prefixes is not None or terms is not None or not neutral:
             outputs = self._controlled(
-                text, beam_size, alpha, prefixes, controls, banned
+                text, beam_size, alpha, prefixes, controls, terms
             )
         elif is_greedy(beam_size):
             outputs = self.signature("greedy")(text=text)
@@ -184,20 +185,18 @@ class SavedModelEngine:
         alpha,
         prefixes,
         controls,
-        banned,
+        terms,
         signature="controlled_beam",
     ):
         controls = controls or ControlSettings()
         rows = int(text.shape[0])
         prefixes = [""] * rows if prefixes is None else prefixes
-        banned = [[]] * rows if banned is None else banned
-        for name, values in (("prefixes", prefixes), ("banned", banned)):
+        terms = [Terms()] * rows if terms is None else terms
+        for name, values in (("prefixes", prefixes), ("terms", terms)):
             if len(values) != rows:
                 raise ValueError(
                     f"{rows} texts but {len(values)} {name}; give one each."
                 )
-        width = max([1, *map(len, banned)])
-        phrases = [list(row) + [""] * (width - len(row)) for row in banned]
         beam_size, alpha = (1, 0.0) if is_greedy(beam_size) else (beam_size, alpha)
         beam_size, alpha = self.settings(beam_size, alpha)
         outputs = self.signature(signature)(
@@ -207,11 +206,14 @@ class SavedModelEngine:
             no_repeat_ngram_size=tf.fill([rows], controls.no_repeat_ngram_size),
             min_length=tf.fill([rows], controls.min_length),
             disable_unk=tf.fill([rows], bool(controls.disable_unk)),
-            banned=tf.constant(phrases, tf.string, shape=[rows, width]),
+            banned=_phrase_table([row.banned for row in terms]),
+            required=_phrase_table([row.required for row in terms]),
             beam_size=tf.constant(beam_size),
             alpha=tf.constant(alpha),
         )
         self.prefixes_cut += int(outputs["prefix_cut"].numpy().sum())
+        best_met = tf.reshape(outputs["required_met"], [rows, -1])[:, 0]
+        self.terms_missed += int(tf.reduce_sum(tf.cast(~best_met, tf.int32)))
         return outputs
 
     def hypotheses(
@@ -224,13 +226,13 @@ class SavedModelEngine:
         temperature=1.0,
         prefixes=None,
         controls=None,
-        banned=None,
+        terms=None,
     ):
         """Per text, `n_best` (score, translation) pairs: the `nbest`
         signature's best first (`controlled_nbest`'s under prefixes,
-        controls or banned phrases), or with `sampling` (("topk", K) or
-        ("topp", P)) `n_best` draws of the `sample` signature."""
-        controlled = (prefixes, banned) != (None, None) or not (
+        controls or terms), or with `sampling` (("topk", K) or ("topp", P))
+        `n_best` draws of the `sample` signature."""
+        controlled = (prefixes, terms) != (None, None) or not (
             controls or ControlSettings()
         ).neutral
         if sampling is not None:
@@ -244,7 +246,7 @@ class SavedModelEngine:
         beam_size, alpha = self.settings(beam_size, alpha)
         if controlled:
             outputs = self._controlled(
-                text, beam_size, alpha, prefixes, controls, banned, "controlled_nbest"
+                text, beam_size, alpha, prefixes, controls, terms, "controlled_nbest"
             )
         else:
             outputs = self.signature("nbest")(
@@ -317,6 +319,13 @@ class SavedModelEngine:
 def _check_beam_size(beam_size):
     if beam_size is not None and beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
+
+
+def _phrase_table(rows):
+    """Phrases per text as a string tensor (B, N), padded with "" (none)."""
+    width = max([1, *map(len, rows)])
+    table = [list(row) + [""] * (width - len(row)) for row in rows]
+    return tf.constant(table, tf.string, shape=[len(rows), width])
 
 
 def _strings(tensor):

@@ -23,6 +23,7 @@ ROW_CONTROLS = [
     tf.TensorSpec([None], tf.int32, name="min_length"),
     tf.TensorSpec([None], tf.bool, name="disable_unk"),
     tf.TensorSpec([None, None], tf.string, name="banned"),
+    tf.TensorSpec([None, None], tf.string, name="required"),
 ]
 
 

@@ -91,7 +91,7 @@ def test_outputs_hold_every_phrase_and_score_their_tokens(scoring):
         assert all(contains(tokens, phrase) for phrase in PHRASES[item]), tokens
         free_tokens = tokens_of(free[item, 0])
         lacking += not all(contains(free_tokens, p) for p in PHRASES[item])
-        pairs = list(zip([START, *tokens[:-1]], tokens))
+        pairs = list(zip([START, *tokens[:-1]], tokens, strict=True))
         if scoring == "transformers" and len(tokens) == 9:
             pairs = pairs[:-1]  # the forced end
         log_p = sum(math.log(tables[item, p, t]) for p, t in pairs)

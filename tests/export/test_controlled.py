@@ -20,7 +20,9 @@ NEUTRAL = dict(
     no_repeat_ngram_size=0,
     min_length=0,
     banned=[""],  # no phrase, for every text
+    required=[""],
 )
+PHRASES = ("banned", "required")  # a list of phrases a text
 
 
 def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
@@ -30,10 +32,10 @@ def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
     inputs = {"text": tf.constant(texts, tf.string)}
     for name, value in settings.items():
         per_row = isinstance(value, list)
-        if name == "banned":  # a list of phrases for all, or a list per text
+        if name in PHRASES:  # a list of phrases for all, or a list per text
             per_row = isinstance(value[0], list)
         values = value if per_row else [value] * len(texts)
-        if name == "banned":  # phrases per text, padded with ""
+        if name in PHRASES:  # phrases per text, padded with ""
             width = max(map(len, values))
             values = [row + [""] * (width - len(row)) for row in values]
         inputs[name] = tf.constant(values)
@@ -136,6 +138,7 @@ def test_each_row_is_translated_as_it_would_be_alone(signatures, sources):
         min_length=[0, 0, 9, 0, 2, 12],
         disable_unk=[False, True, False, True, False, False],
         banned=[["", ""], ["a", "b c"], ["", ""], ["d", ""], ["", ""], ["e f", "g"]],
+        required=[["a"], [""], ["b c"], ["e"], [""], ["h"]],
     )
     texts = sources[:6]
     for beam in (None, (1, 0.0), (3, 1.0)):
@@ -160,6 +163,36 @@ def test_banned_phrases_never_appear_and_other_rows_are_unchanged(signatures):
     words = result[2].split()
     pairs = list(zip(words, words[1:], strict=False))
     assert ("a", "c") not in pairs and ("c", "a") not in pairs
+
+
+def test_required_phrases_appear_where_they_fit(signatures):
+    """Terms the reversal would not write appear; a row whose terms do
+    not fit its limit says so; other rows are unchanged."""
+    texts = ["a b c", "d e f", "g h i", "a b c d"]
+    free = strings(controlled(signatures, texts)["translation"])
+    assert free == ["c b a", "f e d", "i h g", "d c b a"]
+    too_long = [" ".join("abcdefghi"), " ".join("jklmnopjk")]  # 18 > 16 pieces
+    required = [["k", ""], ["", ""], ["m n", "o"], too_long]
+    for beam in (None, (1, 0.0), (3, 0.6)):
+        result = controlled(signatures, texts, beam=beam, required=required)
+        words = [text.split() for text in strings(result["translation"])]
+        assert "k" in words[0]
+        assert words[1] == free[1].split()
+        assert "o" in words[2] and "m n" in " ".join(words[2])
+        np.testing.assert_array_equal(result["required_met"], [1, 1, 1, 0])
+
+
+@pytest.mark.parametrize(
+    "phrases, message",
+    [
+        (dict(required=["a"], banned=["a "]), "both required and banned"),
+        (dict(required=["q"]), "pieces the vocabulary lacks"),
+        (dict(required=[" ".join("abcdefghijklmnopa")]), "more than 16 pieces"),
+    ],
+)
+def test_impossible_phrases_fail_with_a_message(signatures, phrases, message):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        controlled(signatures, ["a b"], **phrases)
 
 
 def test_a_text_without_pieces_translates_to_its_prefix(signatures):

@@ -6,7 +6,7 @@ import io
 import pytest
 
 from keras_transformer.cli import main
-from keras_transformer.export.control_settings import ControlSettings
+from keras_transformer.export.control_settings import ControlSettings, Terms
 from keras_transformer.export.engines import SavedModelEngine, open_export
 from keras_transformer.export.long_inputs import LongInputs
 from keras_transformer.export.streaming import translate_lines
@@ -65,13 +65,14 @@ def test_both_engines_give_the_same_greedy_text_under_prefixes_and_controls(
             assert translation.startswith(prefix)
 
 
-def test_banned_phrases_are_the_saved_models_and_ctranslate2_refuses_them(
-    engines, texts
-):
-    (translation,) = engines["saved_model"].translate(texts[:1], banned=[["a", "b"]])
-    assert not {"a", "b"} & set(translation.split())
+def test_terms_are_the_saved_models_and_ctranslate2_refuses_them(engines, texts):
+    engine = engines["saved_model"]
+    terms = [Terms(required=["k"], banned=["a", "b"])]
+    (translation,) = engine.translate(texts[:1], terms=terms)
+    assert not {"a", "b"} & set(translation.split()) and "k" in translation.split()
+    assert engine.terms_missed == 0
     with pytest.raises(ValueError, match="translate with the SavedModel export"):
-        engines["ctranslate2"].translate(texts[:1], banned=[["a"]])
+        engines["ctranslate2"].translate(texts[:1], terms=[Terms(required=["a"])])
 
 
 def test_a_split_line_gives_its_prefix_to_its_first_part(engines, texts):

@@ -241,6 +241,7 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
         min_length=tf.fill([rows], 3),
         disable_unk=tf.fill([rows], True),
         banned=tf.constant([["a", ""]] * rows),
+        required=tf.constant([["b"]] * rows),
     )
     inputs["controlled"] = controls
     inputs["controlled_beam"] = dict(
