@@ -134,14 +134,17 @@ def scores(translations, references):
     return {"bleu": round(result["bleu"], 2), "chrf": round(result["chrf"], 2)}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_test_set_arguments(parser):
+    """The export and test-set arguments `test_set` reads."""
     parser.add_argument("export", help="a SavedModel version folder, or CTranslate2")
     parser.add_argument("--texts", help="a source a line (default: Ding's test split)")
     parser.add_argument("--references", help="with --texts: a reference a line")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--limit", type=int, help="the first N lines only")
-    args = parser.parse_args(argv)
+
+
+def test_set(args):
+    """(texts, references) of `add_test_set_arguments`' arguments."""
     if args.texts is None:
         from keras_transformer.data import load_ding_pairs
 
@@ -153,6 +156,14 @@ def main(argv=None):
             references = file.read().splitlines()
     texts, references = texts[: args.limit], references[: args.limit]
     print(f"{len(texts)} lines...", file=sys.stderr)
+    return texts, references
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_test_set_arguments(parser)
+    args = parser.parse_args(argv)
+    texts, references = test_set(args)
     rows = measure(args.export, texts, references, args.batch_size)
     result = {
         "benchmark": "controls",

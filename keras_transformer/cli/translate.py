@@ -21,6 +21,8 @@ _FLAGS = {
         "alpha",
         "batch_size",
         "beam_size",
+        "constraints",
+        "glossary",
         "long_inputs",
         "max_input_length",
         "min_length",
@@ -134,6 +136,22 @@ def add_translate_parser(commands):
         "SavedModel exports)",
     )
     parser.add_argument(
+        "--glossary",
+        metavar="TSV",
+        help="'source term<TAB>target term' lines: where a line contains a "
+        "source term (whole words, any case), its translation uses the target "
+        "term (terminology constraints, SavedModel exports; translations whose "
+        "terms do not fit their length limit are counted on stderr)",
+    )
+    parser.add_argument(
+        "--constraints",
+        metavar="FILE",
+        help="a line per input line of tab-separated phrases its translation "
+        "must contain; a phrase marked with a leading ! must not appear; an "
+        "empty line for none (SavedModel exports; a split line's required "
+        "phrases go with its first part)",
+    )
+    parser.add_argument(
         "--repetition-penalty",
         type=float,
         metavar="F",
@@ -194,6 +212,11 @@ def translate(args):
     if args.threads < 0:
         raise ValueError(f"--threads must be >= 0 (0: all cores), got {args.threads}.")
     controls = _controls(args)
+    glossary = None
+    if args.glossary is not None:
+        from keras_transformer.export.glossary import Glossary
+
+        glossary = Glossary.from_file(args.glossary)
     if args.n_best is None and args.sampling is None:
         if (args.temperature, args.seed) != (None, None):
             raise ValueError("--temperature and --seed go with --sampling.")
@@ -209,6 +232,7 @@ def translate(args):
             max_input_length=args.max_input_length,
             references=_references(args.reference),
             controls=controls,
+            glossary=glossary,
         )
     else:
         if args.reference is not None or args.max_input_length is not None:
@@ -217,22 +241,27 @@ def translate(args):
                 "line, not with --n-best or --sampling."
             )
         if args.sampling is not None and (
-            args.prefixes is not None or not controls.neutral
+            args.prefixes is not None
+            or args.constraints is not None
+            or not controls.neutral
+            or glossary
         ):
             raise ValueError(
-                "--prefixes and the repetition and length controls do not go "
-                "with --sampling (the library's decode takes them with a sampler)."
+                "--prefixes, --glossary, --constraints and the repetition and "
+                "length controls do not go with --sampling (the library's decode "
+                "takes the prefix and controls with a sampler)."
             )
         write = functools.partial(
             hypotheses.write_hypotheses,
-            _hypotheses_function(args, controls),
+            _hypotheses_function(args, controls, glossary),
             output=sys.stdout,
             n_best=args.n_best is not None,
         )
     with contextlib.ExitStack() as stack:
-        if args.prefixes is not None:
-            prefixes = stack.enter_context(open(args.prefixes, "rb"))
-            write = functools.partial(write, prefixes=prefixes)
+        for name in ("prefixes", "constraints"):
+            if getattr(args, name) is not None:
+                lines = stack.enter_context(open(getattr(args, name), "rb"))
+                write = functools.partial(write, **{name: lines})
         scores = _write_inputs(write, args.inputs, args.batch_size)
     if scores is not None:
         print(format_scores(scores), file=sys.stderr)
@@ -275,7 +304,7 @@ def _references(path):
         return [line.rstrip("\r\n") for line in file]
 
 
-def _hypotheses_function(args, controls):
+def _hypotheses_function(args, controls, glossary):
     """`hypotheses_function` of `translate`'s --n-best and --sampling flags."""
     from keras_transformer.export.hypotheses import hypotheses_function, parse_sampling
 
@@ -295,6 +324,7 @@ def _hypotheses_function(args, controls):
         temperature=1.0 if args.temperature is None else args.temperature,
         seed=args.seed,
         controls=controls,
+        glossary=glossary,
     )
 
 

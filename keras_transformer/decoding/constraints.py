@@ -78,13 +78,14 @@ def _progress(tails, phrases, lengths):
     longest such start): int32 (B, N, C) from `tails` (B, N, P), the last
     P tokens, `phrases` (B, C, P) and `lengths` (B, C)."""
     width = phrases.shape[-1]
-    progress = ops.zeros(ops.shape(tails)[:2] + (ops.shape(phrases)[1],), "int32")
-    for size in range(1, width + 1):
-        ends_with = ops.all(
-            tails[:, :, None, width - size :] == phrases[:, None, :, :size], axis=-1
-        )  # (B, N, C)
-        progress = ops.where(ends_with & (size <= lengths[:, None]), size, progress)
-    return progress
+    sizes = ops.arange(1, width + 1, dtype="int32")[:, None]  # (P, 1): s
+    pieces = ops.arange(width, dtype="int32")[None, :]  # (1, P): i
+    # Ending with the first s pieces: tails[P - s + i] == phrases[i], i < s.
+    columns = ops.take(tails, ops.clip(width - sizes + pieces, 0, width - 1), axis=-1)
+    same = columns[:, :, None] == phrases[:, None, :, None, :]  # (B, N, C, P, P)
+    ends_with = ops.all(same | (pieces >= sizes), axis=-1)  # (B, N, C, P)
+    fits = sizes[:, 0] <= lengths[:, None, :, None]  # (B, 1, C, P)
+    return ops.max(ops.where(ends_with & fits, sizes[:, 0], 0), axis=-1)
 
 
 class PhraseConstraints:

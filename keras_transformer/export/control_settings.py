@@ -97,3 +97,11 @@ class Terms:
 
     def __bool__(self):
         return bool(self.required or self.banned)
+
+    def __or__(self, other):
+        """The phrases of both, each once (a ValueError where one is
+        required by one and banned by the other)."""
+        return Terms(
+            required=dict.fromkeys(self.required + other.required),
+            banned=dict.fromkeys(self.banned + other.banned),
+        )

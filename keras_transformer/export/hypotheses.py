@@ -17,10 +17,11 @@ from keras_transformer.export.engines import open_export
 from keras_transformer.export.streaming import (
     SORT_WINDOW,
     decoded_lines,
+    glossary_terms,
     report_cut_prefixes,
     text_length,
     translate_batches,
-    with_prefixes,
+    with_line_files,
 )
 
 SAMPLING_FORMS = "topk:K (an int K >= 1) or topp:P (0 < P <= 1)"
@@ -57,6 +58,7 @@ def hypotheses_function(
     temperature=1.0,
     seed=None,
     controls=None,
+    glossary=None,
 ):
     """A function of a list of str (and, by position, a typed prefix per
     text) -> per text, `n_best` (score, translation).
@@ -75,6 +77,9 @@ def hypotheses_function(
             and input give the same draws.
         controls: None, or a `ControlSettings` for every text (not with
             `sampling`).
+        glossary: None, or a `glossary.Glossary` (not with `sampling`):
+            each text's hypotheses use the target terms of the source
+            terms it contains.
 
     Raises:
         ValueError: `n_best` < 1 or > `beam_size`, or an export without the
@@ -91,7 +96,8 @@ def hypotheses_function(
         beam_size = max(engine.beam_size, n_best)
     _check_n_best(n_best, beam_size, sampling)
 
-    def hypotheses(texts, prefixes=None):
+    def hypotheses(texts, prefixes=None, terms=None):
+        terms = glossary_terms(glossary, texts, terms)
         return engine.hypotheses(
             texts,
             n_best,
@@ -101,6 +107,7 @@ def hypotheses_function(
             temperature,
             prefixes=prefixes,
             controls=controls,
+            terms=terms,
         )
 
     hypotheses.engine = engine
@@ -123,6 +130,7 @@ def write_hypotheses(
     n_best=True,
     window=SORT_WINDOW,
     prefixes=None,
+    constraints=None,
 ):
     """Writes the hypotheses of `lines` (bytes) into `output`, in input order,
     a window at a time (`translate_batches`).
@@ -138,7 +146,9 @@ def write_hypotheses(
         window: lines read ahead and sorted by length, see
             `translate_batches`.
         prefixes: None, or line-aligned bytes, a typed prefix per line
-            (`hypotheses` then takes them as its second argument).
+            (`hypotheses` then takes them as `prefixes`).
+        constraints: None, or line-aligned bytes, a line of phrases per
+            line (`hypotheses` then takes their `Terms` as `terms`).
 
     Example:
 
@@ -150,7 +160,9 @@ def write_hypotheses(
     ['0\\t-0.500000\\tA', '0\\t-2.000000\\ta', '1\\t-0.500000\\tB', '1\\t-2.000000\\tb']
     """
     index = itertools.count()
-    run, texts = with_prefixes(hypotheses, decoded_lines(lines), prefixes)
+    run, texts = with_line_files(
+        hypotheses, decoded_lines(lines), prefixes, constraints
+    )
     batches = translate_batches(
         run, texts, batch_size, total, window=window, key=text_length
     )

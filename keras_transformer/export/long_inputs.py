@@ -11,6 +11,8 @@ the lines it split or cut.
 import re
 import sys
 
+from keras_transformer.export.control_settings import Terms
+
 POLICIES = ("split", "truncate")
 # Text that ends a sentence: punctuation, then closing quotes or brackets.
 # ASCII punctuation also needs a space after it, where the next piece starts.
@@ -104,16 +106,28 @@ def _cut(text, tokenizer, budget):
     return parts
 
 
+def _for_part(name, value, index):
+    """What part `index` of a split text gets of the text's `value` of
+    `name`: the prefix and required phrases go with the first part only."""
+    if index == 0:
+        return value
+    if name == "prefixes":
+        return ""
+    return Terms(banned=value.banned)
+
+
 class LongInputs:
     """A translation function that splits (or cuts and counts) long sources.
 
     Called with a typed prefix per text (`prefixes`), it hands the first
-    part of a split text that text's prefix, and the other parts none.
+    part of a split text that text's prefix, and the other parts none;
+    with a `Terms` per text (`terms`), the first part its required phrases
+    and every part its banned ones.
 
     Args:
         translate: a function of a list of str to a list of str (the
             engine: it cuts a source to `limit` pieces itself), and of
-            `prefixes` by keyword where they are given.
+            `prefixes` and `terms` by keyword where they are given.
         tokenizer: the model's `sentencepiece.SentencePieceProcessor`.
         limit: the most source pieces the model reads (`max_length - 1`).
         policy: "split" (each part of a long source is translated, and the
@@ -156,29 +170,35 @@ class LongInputs:
         self.long_lines = 0
         self.lines = 0
 
-    def __call__(self, texts, prefixes=None):
+    def __call__(self, texts, prefixes=None, terms=None):
+        given = {
+            name: values
+            for name, values in (("prefixes", prefixes), ("terms", terms))
+            if values is not None
+        }
         if self.policy == "truncate":
             for text in texts:
                 self.lines += 1
                 if len(self.tokenizer.encode(text)) > self.limit:
                     self._count_cut()
-            return self._translate(texts, prefixes)
+            return self.translate(texts, **given)
         parts = [split_text(text, self.tokenizer, self.limit) for text in texts]
         self.lines += len(texts)
         self.long_lines += sum(len(text_parts) > 1 for text_parts in parts)
         flat = [part for text_parts in parts for part in text_parts]
-        flat_prefixes = None
-        if prefixes is not None:
-            flat_prefixes = [
-                prefix if index == 0 else ""
-                for text_parts, prefix in zip(parts, prefixes, strict=True)
+        flat_given = {
+            name: [
+                _for_part(name, value, index)
+                for text_parts, value in zip(parts, values, strict=True)
                 for index in range(len(text_parts))
             ]
+            for name, values in given.items()
+        }
         translations = []
         for first in range(0, len(flat), self.batch_size):
             batch = slice(first, first + self.batch_size)
-            translations += self._translate(
-                flat[batch], flat_prefixes and flat_prefixes[batch]
+            translations += self.translate(
+                flat[batch], **{name: v[batch] for name, v in flat_given.items()}
             )
         joined, first = [], 0
         for text_parts in parts:
@@ -186,11 +206,6 @@ class LongInputs:
             joined.append(" ".join(piece for piece in pieces if piece))
             first += len(text_parts)
         return joined
-
-    def _translate(self, texts, prefixes):
-        if prefixes is None:
-            return self.translate(texts)
-        return self.translate(texts, prefixes=prefixes)
 
     def _count_cut(self):
         self.long_lines += 1

@@ -11,6 +11,7 @@ import sys
 import tensorflow as tf
 
 from keras_transformer.export.engines import open_export
+from keras_transformer.export.glossary import constraint_terms
 from keras_transformer.export.long_inputs import LongInputs, check_policy
 
 
@@ -21,6 +22,7 @@ def translation_function(
     alpha=None,
     threads=None,
     controls=None,
+    glossary=None,
 ):
     """A function of a list of str (and, by keyword, a prefix per text) that
     returns their translations.
@@ -38,14 +40,17 @@ def translation_function(
         threads: CPU threads of the engine (`engines.set_threads`); None
             leaves the engine's default (all cores).
         controls: None, or a `ControlSettings` for every text.
+        glossary: None, or a `glossary.Glossary`: each text's translation
+            uses the target terms of the source terms it contains.
 
     Returns:
-        A function `translate(texts, prefixes=None)` of a list of str (B,)
-        (and of a typed prefix per text) -> a list of str (B,). Its
+        A function `translate(texts, prefixes=None, terms=None)` of a list
+        of str (B,) (and of a typed prefix and a `Terms` per text, joined
+        with the glossary's) -> a list of str (B,). Its
         attribute `engine` is the export's engine (`engines.open_export`).
     """
     engine = open_export(path, threads)
-    return _engine_function(engine, signature, beam_size, alpha, controls)
+    return _engine_function(engine, signature, beam_size, alpha, controls, glossary)
 
 
 def long_inputs_function(
@@ -58,12 +63,14 @@ def long_inputs_function(
     alpha=None,
     threads=None,
     controls=None,
+    glossary=None,
 ):
     """`translation_function` that splits (or cuts and counts) long sources.
 
     Args:
-        path, signature, beam_size, alpha, threads, controls: see
-            `translation_function`.
+        path, signature, beam_size, alpha, threads, controls, glossary:
+            see `translation_function` (a split source's parts each use
+            the terms of what they contain).
         policy: "split" or "truncate" (cut, and counted), see `LongInputs`.
         batch_size: the most texts per engine call.
         max_input_length: with "split", split longer sources than this many
@@ -76,13 +83,13 @@ def long_inputs_function(
     """
     check_policy(policy)
     translate = translation_function(
-        path, signature, beam_size, alpha, threads, controls
+        path, signature, beam_size, alpha, threads, controls, glossary
     )
     tokenizer, limit = translate.engine.source_limit()
     return LongInputs(translate, tokenizer, limit, policy, batch_size, max_input_length)
 
 
-def _engine_function(engine, signature, beam_size, alpha, controls):
+def _engine_function(engine, signature, beam_size, alpha, controls, glossary):
     """`translation_function` of an opened engine."""
     if signature not in ("serving_default", "greedy"):
         raise ValueError(
@@ -98,11 +105,23 @@ def _engine_function(engine, signature, beam_size, alpha, controls):
     if beam_size is not None and beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
 
-    def translate(texts, prefixes=None):
-        return engine.translate(texts, beam_size, alpha, prefixes, controls)
+    def translate(texts, prefixes=None, terms=None):
+        terms = glossary_terms(glossary, texts, terms)
+        return engine.translate(texts, beam_size, alpha, prefixes, controls, terms)
 
     translate.engine = engine
     return translate
+
+
+def glossary_terms(glossary, texts, terms=None):
+    """`terms` (a `Terms` per text, or None) joined with those `glossary`
+    (or None) finds in `texts`."""
+    if glossary is None:
+        return terms
+    found = [glossary.terms(text) for text in texts]
+    if terms is None:
+        return found
+    return [a | b for a, b in zip(found, terms, strict=True)]
 
 
 def signature_texts(signature):
@@ -222,6 +241,8 @@ def translate_lines(
     window=SORT_WINDOW,
     prefixes=None,
     controls=None,
+    glossary=None,
+    constraints=None,
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
@@ -252,6 +273,13 @@ def translate_lines(
             first part. Prefixes longer than the model's limit are cut,
             and counted on stderr at the end.
         controls: None, or a `ControlSettings` for every line.
+        glossary: None, or a `glossary.Glossary` for every line; the
+            translations that lack a term (it did not fit the length
+            limit) are counted on stderr at the end.
+        constraints: None, or an iterable of bytes, a line of phrases per
+            line (`glossary.constraint_terms`). A split line's required
+            phrases go with its first part, its banned ones with every
+            part.
 
     Returns:
         None, or with `references`, `corpus_scores` of the translations.
@@ -268,9 +296,10 @@ def translate_lines(
         alpha,
         threads,
         controls,
+        glossary,
     )
     engine = translate.translate.engine  # the export's, see `translation_function`
-    run, texts = with_prefixes(translate, decoded_lines(lines), prefixes)
+    run, texts = with_line_files(translate, decoded_lines(lines), prefixes, constraints)
     translations = [] if references is not None else None
     for ahead in translate_batches(
         run, texts, batch_size, total, window=window, key=text_length
@@ -290,46 +319,73 @@ def translate_lines(
 
 
 def report_cut_prefixes(engine):
-    """Counts on stderr the prefixes `engine` cut at the model's limit."""
+    """Counts on stderr the prefixes `engine` cut at the model's limit, and
+    the translations that lack a required term."""
     if engine.prefixes_cut:
         print(
             f"{engine.prefixes_cut} prefixes were longer than the model's limit of "
             f"{engine.source_limit()[1]} pieces and were cut there",
             file=sys.stderr,
         )
+    if engine.terms_missed:
+        print(
+            f"{engine.terms_missed} translations lack a glossary term: it did not "
+            "fit their length limit",
+            file=sys.stderr,
+        )
 
 
-def with_prefixes(function, texts, prefixes):
+def with_line_files(function, texts, prefixes=None, constraints=None):
     """`(run, items)` for `translate_batches`: `function` and `texts`, or
-    with `prefixes` (line-aligned bytes, or None), a function of
-    (text, prefix) pairs that calls `function(texts, prefixes)`, and the
-    pairs."""
-    if prefixes is None:
+    with line-aligned `prefixes` or `constraints` (iterables of bytes, or
+    None), a function of (text, {name: value}) items that calls
+    `function(texts, prefixes=..., terms=...)` with those given (terms:
+    `glossary.constraint_terms` of each constraints line), and the items."""
+    streams = {}
+    if prefixes is not None:
+        streams["prefixes"] = decoded_lines(prefixes)
+    if constraints is not None:
+        lines = enumerate(decoded_lines(constraints), 1)
+        streams["terms"] = (constraint_terms(line, number) for number, line in lines)
+    if not streams:
         return function, texts
-    pairs = _paired(texts, decoded_lines(prefixes))
-    return (lambda batch: function(*map(list, zip(*batch, strict=True)))), pairs
+
+    def run(batch):
+        given = {name: [values[name] for _, values in batch] for name in streams}
+        return function([text for text, _ in batch], **given)
+
+    return run, _aligned(texts, streams)
 
 
-def _paired(texts, prefixes):
-    """(text, prefix) pairs of two line-aligned streams; a ValueError where
-    one ends before the other."""
-    for number, (text, prefix) in enumerate(itertools.zip_longest(texts, prefixes), 1):
-        if text is None or prefix is None:
+def _aligned(texts, streams):
+    """(text, {name: value}) items of line-aligned `texts` and `streams`
+    ({name: iterable}); a ValueError where one ends before another."""
+    names = list(streams)
+    rows = itertools.zip_longest(texts, *streams.values())
+    for number, (text, *values) in enumerate(rows, 1):
+        ended = [
+            FILES[n] for n, value in zip(names, values, strict=True) if value is None
+        ]
+        if text is None or ended:
             longer, shorter = (
-                ("prefixes", "the input")
-                if text is None
+                ("the input", ended[0])
+                if text is not None
                 else (
+                    next(FILES[n] for n in names if FILES[n] not in ended),
                     "the input",
-                    "prefixes",
                 )
             )
             raise ValueError(
                 f"{longer} has more lines than {shorter} (which ends at line "
-                f"{number - 1}): give a prefix per line, an empty line for none."
+                f"{number - 1}): give a line for each input line, an empty one "
+                "for none."
             )
-        yield text, prefix
+        yield text, dict(zip(names, values, strict=True))
+
+
+FILES = {"prefixes": "prefixes", "terms": "constraints"}  # the files' flags
 
 
 def text_length(item):
-    """The sort key of a line, or of a (line, prefix) pair: the line's length."""
+    """The sort key of a line, or of a (line, values) item: the line's length."""
     return len(item if isinstance(item, str) else item[0])

@@ -75,20 +75,24 @@ def test_terms_are_the_saved_models_and_ctranslate2_refuses_them(engines, texts)
         engines["ctranslate2"].translate(texts[:1], terms=[Terms(required=["a"])])
 
 
-def test_a_split_line_gives_its_prefix_to_its_first_part(engines, texts):
+def test_a_split_line_gives_its_prefix_and_terms_to_its_first_part(engines, texts):
+    """Banned phrases go with every part."""
     engine = engines["saved_model"]
     calls = []
 
-    def translate(parts, prefixes=None):
-        calls.append(prefixes)
-        return engine.translate(parts, prefixes=prefixes)
+    def translate(parts, prefixes=None, terms=None):
+        calls.append((prefixes, terms))
+        return engine.translate(parts, prefixes=prefixes, terms=terms)
 
     tokenizer, limit = engine.source_limit()
     long_inputs = LongInputs(translate, tokenizer, limit)
     line = " ".join(texts[:5])  # past the limit: split
-    (translation,) = long_inputs([line], prefixes=["k j "])
-    assert translation.startswith("k j ")
-    assert calls[0][0] == "k j " and set(calls[0][1:]) == {""}
+    terms = Terms(required=["p"], banned=["a"])
+    (translation,) = long_inputs([line], prefixes=["k j "], terms=[terms])
+    assert translation.startswith("k j ") and "a" not in translation.split()
+    prefixes, part_terms = calls[0]
+    assert prefixes[0] == "k j " and set(prefixes[1:]) == {""}
+    assert part_terms[0] == terms and set(part_terms[1:]) == {Terms(banned=["a"])}
 
 
 def test_the_command_takes_a_prefix_file_and_the_control_flags(
@@ -144,6 +148,28 @@ def test_a_prefix_file_of_another_length_is_an_error(exported, texts, tmp_path, 
     arguments = ["translate", exported, str(sources), "--prefixes", str(prefixes)]
     error = one_line_error(capsys, arguments)
     assert "the input has more lines than --prefixes (which ends at line 2)" in error
+    constraints = tmp_path / "constraints.tsv"
+    constraints.write_text("a\n\n\n\n")
+    arguments = ["translate", exported, str(sources), "--constraints", str(constraints)]
+    error = one_line_error(capsys, arguments)
+    assert "--constraints has more lines than the input (which ends at line 3)" in error
+
+
+def test_a_constraints_file_requires_and_bans_phrases_per_line(
+    exported, tmp_path, capsys
+):
+    sources, constraints = tmp_path / "sources.txt", tmp_path / "constraints.tsv"
+    sources.write_text("a b c\nd e f\ng h i\n")
+    constraints.write_text("k\tm n\n\n!h\to\n")
+    arguments = ["translate", exported, str(sources), "--constraints", str(constraints)]
+    main(arguments)
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert "k" in lines[0] and "m n" in " ".join(lines[0])
+    assert lines[1] == ["f", "e", "d"]
+    assert "h" not in lines[2] and "o" in lines[2]
+    constraints.write_text("k\t!k\n\n\n")
+    error = one_line_error(capsys, arguments)
+    assert "constraints line 1: 'k' is both required and banned" in error
 
 
 @pytest.mark.parametrize(
@@ -189,3 +215,52 @@ def test_the_controls_benchmark_reports_its_rows(exported, held_out, tmp_path, c
     assert rows["whole_reference"]["bleu"] >= rows["plain"]["bleu"]
     for name in ("no_repeat_ngram_size_2", "min_length_12", "disable_unk"):
         assert rows[name]["outputs_failing_the_check"]["with"] == 0, name
+
+
+def test_a_glossary_puts_its_target_terms_where_its_source_terms_occur(
+    exported, ctranslate2_export, tmp_path, capsys
+):
+    sources, glossary = tmp_path / "sources.txt", tmp_path / "terms.tsv"
+    sources.write_text("a b c\nd e f\nA d b\n")
+    glossary.write_text("# source\ttarget\nA\tk\n\nd e\tm n\n")
+    main(["translate", exported, str(sources), "--glossary", str(glossary)])
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert "k" in lines[0] and "k" in lines[2]  # "a" matches "A", any case
+    assert "m" in lines[1] and "n" in lines[1] and "k" not in lines[1]
+    assert "m" not in lines[2]  # "d b" is not "d e"
+    error = one_line_error(
+        capsys,
+        ["translate", ctranslate2_export, str(sources), "--glossary", str(glossary)],
+    )
+    assert "translate with the SavedModel export" in error
+    glossary.write_text("a\tk\nb k\n")
+    error = one_line_error(
+        capsys, ["translate", exported, str(sources), "--glossary", str(glossary)]
+    )
+    assert "line 2: expected 'source term<TAB>target term'" in error
+
+
+def test_the_constraints_benchmark_reports_its_rows(
+    exported, held_out, tmp_path, capsys
+):
+    import importlib.util
+    import json
+    import pathlib
+
+    script = pathlib.Path(__file__).parents[2] / "benchmarks" / "constraints.py"
+    spec = importlib.util.spec_from_file_location("constraints_benchmark", script)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    texts, references = tmp_path / "texts", tmp_path / "references"
+    texts.write_text("".join(source + "\n" for source, _ in held_out[:8]))
+    # Another line's target: words the translation lacks, to draw terms from.
+    references.write_text("".join(target + "\n" for _, target in held_out[1:9]))
+    arguments = ["--texts", str(texts), "--references", str(references)]
+    arguments += ["--min-word-length", "1", "--speed-lines", "2", "--repeats", "1"]
+    benchmark.main([exported, *arguments])
+    result = json.loads(capsys.readouterr().out)
+    quality = result["quality"]
+    assert quality["1_required"]["lines"] > 0
+    assert quality["1_required"]["term_use"] == 1.0
+    assert quality["1_banned"]["still_holding_the_word"] == 0
+    assert set(result["speed_seconds"]["beam_4"]) >= {"0_required", "4_required"}
