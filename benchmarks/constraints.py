@@ -48,7 +48,8 @@ from keras_transformer.export.control_settings import Terms  # noqa: E402
 from keras_transformer.export.engines import open_export  # noqa: E402
 from keras_transformer.export.streaming import translate_batches  # noqa: E402
 
-WORD = re.compile(r"[^\W\d_]+")  # letters only: the words terms are drawn from
+# The words terms are drawn from: letters, with an apostrophe inside ("we'll").
+WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 
 
 def words(text, min_length):
@@ -56,7 +57,7 @@ def words(text, min_length):
 
 
 def has_word(text, word):
-    return re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text) is not None
+    return re.search(r"(?<![\w'])" + re.escape(word) + r"(?![\w'])", text) is not None
 
 
 def translate_all(engine, texts, batch_size, terms=None):
