@@ -250,3 +250,31 @@ def test_ctranslate2_export_translates_as_the_translator(variant, tmp_path):
     texts = CTranslate2Translator(path).translate(reference["sources"])
     expected = translator.greedy(reference["sources"])["translation"].numpy()
     assert texts == [text.decode("utf-8") for text in expected]
+
+
+def repeated_ngrams(tokens, size):
+    grams = [tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1)]
+    return len(grams) - len(set(grams))
+
+
+def test_the_repetition_of_an_imported_model_goes_with_the_controls():
+    """transformers' own greedy outputs of this fixture repeat a piece
+    until the limit (an OPUS-MT model's failure, here from random
+    weights); ours do too, and with no_repeat_ngram_size 2 no bigram
+    repeats, and a repetition penalty makes fewer pieces repeat."""
+    from keras_transformer.decoding import NoRepeatNgram, RepetitionPenalty
+
+    plain, expected, _ = decoded_and_expected("shared_relu", "greedy", beam_size=1)
+    assert all(repeated_ngrams(ids, 2) for ids in expected)
+    assert all(repeated_ngrams(ids, 2) for ids in plain)
+    banned, _, _ = decoded_and_expected(
+        "shared_relu", "greedy", beam_size=1, controls=[NoRepeatNgram(2)]
+    )
+    assert [repeated_ngrams(ids, 2) for ids in banned] == [0] * len(banned)
+    penalized, _, _ = decoded_and_expected(
+        "shared_relu", "greedy", beam_size=1, controls=[RepetitionPenalty(3.0)]
+    )
+    repeats = [
+        sum(repeated_ngrams(ids, 1) for ids in rows) for rows in (plain, penalized)
+    ]
+    assert repeats[1] < repeats[0]
