@@ -101,15 +101,7 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,), "required_met": bool (B,)}.
         """
-        rows = dict(
-            prefix=prefix,
-            repetition_penalty=repetition_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            min_length=min_length,
-            disable_unk=disable_unk,
-            banned=banned,
-            required=required,
-        )
+        rows = _row_inputs(locals())
         beam_size = tf.constant(self.beam_size, tf.int32)
         return _best(
             self._controlled_texts(text, rows, beam_size, tf.constant(self.alpha))
@@ -139,15 +131,7 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,), "required_met": bool (B,)}.
         """
-        rows = dict(
-            prefix=prefix,
-            repetition_penalty=repetition_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            min_length=min_length,
-            disable_unk=disable_unk,
-            banned=banned,
-            required=required,
-        )
+        rows = _row_inputs(locals())
         return _best(
             self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
         )
@@ -174,15 +158,7 @@ class ControlledTranslation:
             "prefix_cut": bool (B,), "required_met": bool (B, K)}, K =
             `beam_size` (clipped to [1, 64]).
         """
-        rows = dict(
-            prefix=prefix,
-            repetition_penalty=repetition_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            min_length=min_length,
-            disable_unk=disable_unk,
-            banned=banned,
-            required=required,
-        )
+        rows = _row_inputs(locals())
         beam_size, alpha = beam_settings(beam_size, alpha)
         return self._controlled_texts(text, rows, beam_size, alpha, beam_size)
 
@@ -302,6 +278,12 @@ class ControlledTranslation:
             lambda: search(required),
             lambda: search(None),
         )
+
+
+def _row_inputs(arguments):
+    """The per-row inputs among a signature's `arguments` (its locals), by
+    the names `ROW_CONTROLS` gives them, the text's excepted."""
+    return {spec.name: arguments[spec.name] for spec in ROW_CONTROLS[1:]}
 
 
 def _best(outputs):
