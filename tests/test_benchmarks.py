@@ -6,15 +6,13 @@ numbers are only checked to be positive (timings are never asserted).
 
 import json
 import math
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
 from tests.fixtures.backends import python_environment
-
-BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.fixtures.benchmark_scripts import BENCHMARKS
 
 
 def run_benchmark(script, *arguments, env=None, timeout=300):

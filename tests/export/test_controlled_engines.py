@@ -2,6 +2,7 @@
 line: the SavedModel and the CTranslate2 export, line by line."""
 
 import io
+import json
 
 import pytest
 
@@ -10,6 +11,7 @@ from keras_transformer.export.control_settings import ControlSettings, Terms
 from keras_transformer.export.engines import SavedModelEngine, open_export
 from keras_transformer.export.long_inputs import LongInputs
 from keras_transformer.export.streaming import translate_lines
+from tests.fixtures.benchmark_scripts import benchmark_module
 from tests.fixtures.reversal import MAX_LENGTH
 
 ctranslate2 = pytest.importorskip("ctranslate2")
@@ -197,14 +199,7 @@ def test_translate_lines_counts_cut_prefixes_on_stderr(exported, texts, capsys):
 
 
 def test_the_controls_benchmark_reports_its_rows(exported, held_out, tmp_path, capsys):
-    import importlib.util
-    import json
-    import pathlib
-
-    script = pathlib.Path(__file__).parents[2] / "benchmarks" / "controls.py"
-    spec = importlib.util.spec_from_file_location("controls_benchmark", script)
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = benchmark_module("controls")
     texts, references = tmp_path / "texts", tmp_path / "references"
     texts.write_text("".join(source + "\n" for source, _ in held_out[:12]))
     references.write_text("".join(target + "\n" for _, target in held_out[:12]))
@@ -243,14 +238,7 @@ def test_a_glossary_puts_its_target_terms_where_its_source_terms_occur(
 def test_the_constraints_benchmark_reports_its_rows(
     exported, held_out, tmp_path, capsys
 ):
-    import importlib.util
-    import json
-    import pathlib
-
-    script = pathlib.Path(__file__).parents[2] / "benchmarks" / "constraints.py"
-    spec = importlib.util.spec_from_file_location("constraints_benchmark", script)
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = benchmark_module("constraints")
     texts, references = tmp_path / "texts", tmp_path / "references"
     texts.write_text("".join(source + "\n" for source, _ in held_out[:8]))
     # Another line's target: words the translation lacks, to draw terms from.

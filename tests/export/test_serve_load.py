@@ -1,14 +1,14 @@
 """The serving load benchmark on the session's export: it checks what it claims."""
 
-import importlib.util
 import json
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "serve_load.py"
+from tests.fixtures.benchmark_scripts import BENCHMARKS, benchmark_module
+
+SCRIPT = BENCHMARKS / "serve_load.py"
 
 
 @pytest.mark.slow
@@ -38,9 +38,7 @@ def test_concurrent_requests_answer_as_alone(exported, held_out, tmp_path):
 
 
 def test_the_load_check_counts_failed_and_differing_answers():
-    spec = importlib.util.spec_from_file_location("serve_load", SCRIPT)
-    serve_load = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve_load)
+    serve_load = benchmark_module("serve_load")
     pool = [b"a", b"b", b"c"]
     references = {
         (name, index): (text.upper(), -1.0)
