@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from controls import add_test_set_arguments, scores, test_set  # noqa: E402
 
 from keras_transformer.export.control_settings import Terms  # noqa: E402
-from keras_transformer.export.engines import open_export  # noqa: E402
+from keras_transformer.export.engines import open_export, phrase_table  # noqa: E402
 from keras_transformer.export.streaming import translate_batches  # noqa: E402
 
 # The words terms are drawn from: letters, with an apostrophe inside ("we'll").
@@ -139,8 +139,6 @@ def signature_seconds(path, texts, phrases, beam_size, batch_size, repeats):
             alpha=tf.constant(0.6),
         )
         if phrases is not None:
-            required = phrases[start : start + batch_size]
-            width = max([1, *map(len, required)])
             inputs.update(
                 prefix=tf.fill([rows], ""),
                 repetition_penalty=tf.fill([rows], 1.0),
@@ -148,7 +146,7 @@ def signature_seconds(path, texts, phrases, beam_size, batch_size, repeats):
                 min_length=tf.fill([rows], 0),
                 disable_unk=tf.fill([rows], False),
                 banned=tf.fill([rows, 1], ""),
-                required=tf.constant([r + [""] * (width - len(r)) for r in required]),
+                required=phrase_table(phrases[start : start + batch_size]),
             )
         calls.append({key: value for key, value in inputs.items() if key in accepted})
     signature(**calls[0])  # warm-up

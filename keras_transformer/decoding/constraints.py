@@ -162,10 +162,8 @@ class PhraseConstraints:
             ],
             axis=1,
         )  # (B, M), indices into `flat`, -1 for none
-        count = ops.shape(choices)[1]
-        earlier = ops.arange(count)[None, :] < ops.arange(count)[:, None]  # (M, M)
         repeat = ops.any(
-            (choices[:, :, None] == choices[:, None, :]) & earlier, axis=-1
+            (choices[:, :, None] == choices[:, None, :]) & _earlier(choices), axis=-1
         )  # (B, M): the same extension is an earlier candidate
         unused = repeat | (choices < 0)
         choices = ops.maximum(choices, 0)
@@ -183,15 +181,20 @@ class PhraseConstraints:
         return ids, tokens, log_p, beams, (met, progress), banks
 
 
+def _earlier(candidates):
+    """bool (M, M) of candidates (B, M): whether candidate m' (the last
+    axis) comes before candidate m."""
+    count = ops.shape(candidates)[1]
+    return ops.arange(count)[None, :] < ops.arange(count)[:, None]
+
+
 def _ranks(log_p, groups):
     """Each candidate's place in its group, best first (0), ties to the
     earlier: int32 (B, M), distinct within a group, from float32 `log_p`
     and int32 `groups` (B, M)."""
     log_p, groups = ops.convert_to_tensor(log_p), ops.convert_to_tensor(groups)
-    count = ops.shape(log_p)[1]
-    earlier = ops.arange(count)[None, :] < ops.arange(count)[:, None]  # (M, M)
     better = (log_p[:, None, :] > log_p[:, :, None]) | (
-        (log_p[:, None, :] == log_p[:, :, None]) & earlier
+        (log_p[:, None, :] == log_p[:, :, None]) & _earlier(log_p)
     )  # (B, M, M): candidate m' (last axis) goes before m
     same_group = groups[:, None, :] == groups[:, :, None]
     return ops.sum(ops.cast(same_group & better, "int32"), axis=-1)

@@ -206,8 +206,8 @@ class SavedModelEngine:
             no_repeat_ngram_size=tf.fill([rows], controls.no_repeat_ngram_size),
             min_length=tf.fill([rows], controls.min_length),
             disable_unk=tf.fill([rows], bool(controls.disable_unk)),
-            banned=_phrase_table([row.banned for row in terms]),
-            required=_phrase_table([row.required for row in terms]),
+            banned=phrase_table([row.banned for row in terms]),
+            required=phrase_table([row.required for row in terms]),
             beam_size=tf.constant(beam_size),
             alpha=tf.constant(alpha),
         )
@@ -321,8 +321,10 @@ def _check_beam_size(beam_size):
         raise ValueError(f"beam_size must be >= 1, got {beam_size}.")
 
 
-def _phrase_table(rows):
-    """Phrases per text as a string tensor (B, N), padded with "" (none)."""
+def phrase_table(rows):
+    """Phrases per text (a list of lists of str) as the controlled
+    signatures' `banned` and `required` take them: a string tensor (B, N),
+    padded with "" (none)."""
     width = max([1, *map(len, rows)])
     table = [list(row) + [""] * (width - len(row)) for row in rows]
     return tf.constant(table, tf.string, shape=[len(rows), width])
