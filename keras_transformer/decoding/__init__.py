@@ -16,16 +16,15 @@ makes it contain given phrases (`constraints`, dynamic beam allocation).
 
 from keras_transformer.decoding.beam_search import beam_search
 from keras_transformer.decoding.controls import (
-    AllowOnly,
     MinLength,
     NoRepeatNgram,
     RepetitionPenalty,
     StepControl,
-    SuppressSequences,
 )
 from keras_transformer.decoding.forced import token_log_probabilities
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.model_decoding import decode, make_next_fn
+from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from keras_transformer.scorings import length_penalty
 
 __all__ = [

@@ -17,12 +17,11 @@ import tensorflow as tf
 from keras_transformer.data.pipeline import has_pieces
 from keras_transformer.decoding.constraints import phrases_found
 from keras_transformer.decoding.controls import (
-    AllowOnly,
     MinLength,
     NoRepeatNgram,
     RepetitionPenalty,
-    SuppressSequences,
 )
+from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from keras_transformer.export.control_settings import MAX_NO_REPEAT_NGRAM
 from keras_transformer.export.specs import (
     ALPHA,

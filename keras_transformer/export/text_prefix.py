@@ -8,7 +8,7 @@ decide what is forced:
 - Token healing: where the text ends inside a word (no whitespace at its
   end), its last piece is not forced, because the word may go on ("Haus"
   typed, "Hausaufgabe" meant). The first generated piece must instead
-  begin with that piece's characters (`decoding.controls.AllowOnly`), so
+  begin with that piece's characters (`decoding.token_masks.AllowOnly`), so
   it is the same piece or a longer one.
 - Where the text ends with whitespace, every piece is forced, and the next
   piece must start a word (SentencePiece's "\u2581"), or be the end token.

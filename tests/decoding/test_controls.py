@@ -9,15 +9,14 @@ from keras import ops
 
 from keras_transformer.decoding import beam_search, greedy_decode
 from keras_transformer.decoding.controls import (
-    AllowOnly,
     MinLength,
     NoRepeatNgram,
     RepetitionPenalty,
-    SuppressSequences,
     initial_states,
     with_controls,
 )
 from keras_transformer.decoding.hub_sampling import sample
+from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from tests.decoding.tables import END, START, bigram_next_fn, random_tables
 
 VOCAB = 9  # 0 padding, 1 start, 2 end, 3..8 tokens

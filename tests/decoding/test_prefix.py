@@ -10,7 +10,7 @@ import pytest
 from keras import ops
 
 from keras_transformer.decoding import decode, token_log_probabilities
-from keras_transformer.decoding.controls import AllowOnly, SuppressSequences
+from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from tests.decoding.conftest import SOURCES, START, VOCAB
 
 # Right-padded prefixes of 3, 0 and 1 tokens: the shortest is empty, so the

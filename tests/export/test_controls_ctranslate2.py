@@ -22,8 +22,8 @@ from keras_transformer.decoding.controls import (
     MinLength,
     NoRepeatNgram,
     RepetitionPenalty,
-    SuppressSequences,
 )
+from keras_transformer.decoding.token_masks import SuppressSequences
 from keras_transformer.export import Translator, export_ctranslate2
 from keras_transformer.special_ids import END_ID, UNKNOWN_ID
 
