@@ -15,9 +15,8 @@ many such words are translated again under them. Reported per row:
 - BLEU and chrF of the constrained and of the unconstrained translations
   of those lines (they should rise);
 - banned phrases: a word of each unconstrained translation is banned, and
-  the translations that still hold it as a word are counted (the pieces of
-  the phrase alone are banned; the same letters segmented otherwise, as in
-  a compound, are not).
+  the translations that still hold it as a word are counted (it is banned
+  in every spelling by the target's pieces, so none should).
 
 Speed: the first `--speed-lines` lines with 0, 1, 2 and 4 phrases a line
 (drawn from the reference, fewer where it has fewer words) at beam 4 and

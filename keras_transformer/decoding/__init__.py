@@ -24,6 +24,7 @@ from keras_transformer.decoding.controls import (
 from keras_transformer.decoding.forced import token_log_probabilities
 from keras_transformer.decoding.greedy import greedy_decode
 from keras_transformer.decoding.model_decoding import decode, make_next_fn
+from keras_transformer.decoding.spellings import SuppressSpellings, spelling_table
 from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from keras_transformer.scorings import length_penalty
 
@@ -34,10 +35,12 @@ __all__ = [
     "RepetitionPenalty",
     "StepControl",
     "SuppressSequences",
+    "SuppressSpellings",
     "beam_search",
     "decode",
     "greedy_decode",
     "length_penalty",
     "make_next_fn",
+    "spelling_table",
     "token_log_probabilities",
 ]

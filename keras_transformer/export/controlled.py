@@ -21,6 +21,7 @@ from keras_transformer.decoding.controls import (
     NoRepeatNgram,
     RepetitionPenalty,
 )
+from keras_transformer.decoding.spellings import SuppressSpellings
 from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from keras_transformer.export.control_settings import MAX_NO_REPEAT_NGRAM
 from keras_transformer.export.specs import (
@@ -44,7 +45,8 @@ class ControlledTranslation:
     of a `Translator`.
 
     A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
-    `_search`, `beam_size`, `alpha` and `max_length`.
+    `_search`, `beam_size`, `alpha`, `max_length` and `phrase_spellings`
+    (an `export.spellings.PhraseSpellings`).
 
     Per text (each input (B,), `banned` and `required` (B, N)):
         prefix: the start of the translation as typed ("" for none). The
@@ -62,10 +64,13 @@ class ControlledTranslation:
         disable_unk: never generate the unknown piece.
         banned: phrases that must not appear, string (B, N), "" for none
             (TF Serving's batcher pads with ""): each is cut into the
-            target's pieces as a phrase alone, and that sequence of pieces
-            is never generated (`SuppressSequences`), up to
-            `MAX_PHRASE_PIECES` pieces a phrase. A phrase written
-            differently inside a word (part of a compound) is not caught.
+            target's pieces as a phrase alone, and no sequence of pieces
+            that spells the same characters is generated
+            (`SuppressSpellings`), up to `MAX_PHRASE_PIECES` pieces and
+            `spellings.MAX_PHRASE_CHARS` characters a phrase. A phrase
+            begins a word (SentencePiece's "\u2581") and may end inside
+            one: "Haus" banned rules out "Haus" + "es", not a piece that
+            goes on past its end ("Hauses").
         required: phrases that must appear (a glossary's target terms),
             string (B, N), "" for none, cut into pieces as `banned` is.
             Beam search places them by dynamic beam allocation
@@ -173,9 +178,7 @@ class ControlledTranslation:
         with tf.control_dependencies(_check_rows(text, rows)):
             source_ids = self.source_ids(text)  # (B, S)
         typed = self._typed_prefix(rows["prefix"])
-        banned = right_aligned(
-            phrase_pieces(self.tokenizer, rows["banned"], "banned")
-        )  # (B, N, M)
+        banned = phrase_pieces(self.tokenizer, rows["banned"], "banned")  # (B, N, M)
         required = phrase_pieces(self.tokenizer, rows["required"], "required")
         known = tf.debugging.assert_none_equal(
             required,
@@ -185,10 +188,6 @@ class ControlledTranslation:
         )
         with tf.control_dependencies([known]):
             required = tf.identity(required)  # (B, C, M)
-        unknown = tf.where(rows["disable_unk"], UNKNOWN_ID, -1)[:, None]  # (B, 1)
-        unknown = tf.pad(
-            unknown, [[0, 0], [MAX_PHRASE_PIECES - 1, 0]], constant_values=-1
-        )
         ids, scores = self._controlled_search(
             source_ids,
             typed["ids"],
@@ -197,7 +196,8 @@ class ControlledTranslation:
             rows["repetition_penalty"],
             rows["no_repeat_ngram_size"],
             rows["min_length"],
-            tf.concat([banned, unknown[:, None]], axis=1),  # (B, N + 1, M)
+            banned,
+            rows["disable_unk"],
             required,  # (B, C, M)
             beam_size,
             alpha,
@@ -229,6 +229,7 @@ class ControlledTranslation:
             _ROWS,
             _ROWS,
             _PHRASES,
+            tf.TensorSpec([None], tf.bool),
             _PHRASES,
             BEAM_SIZE,
             ALPHA,
@@ -244,7 +245,8 @@ class ControlledTranslation:
         penalty,
         ngram,
         min_length,
-        suppressed,
+        banned,
+        disable_unk,
         required,
         beam_size,
         alpha,
@@ -253,11 +255,15 @@ class ControlledTranslation:
         """The controlled beam search, traced once for the signatures: a
         batch without required phrases runs it without their machinery
         (which would give the same translations, more slowly)."""
+        unknown = tf.where(disable_unk, UNKNOWN_ID, -1)[:, None, None]  # (B, 1, 1)
         controls = [
             RepetitionPenalty(penalty),
             NoRepeatNgram(ngram, max_size=MAX_NO_REPEAT_NGRAM),
             MinLength(min_length),
-            SuppressSequences(suppressed),
+            SuppressSpellings(
+                *self.phrase_spellings(banned), self.phrase_spellings.piece_lengths
+            ),
+            SuppressSequences(unknown),
             AllowOnly(allowed, at),
         ]
 
@@ -312,16 +318,6 @@ def phrase_pieces(tokenizer, phrases, kind):
     with tf.control_dependencies([check]):
         dense = ids.to_tensor(-1, shape=[None, MAX_PHRASE_PIECES])  # (B * N, M)
     return tf.reshape(dense, tf.concat([shape, [MAX_PHRASE_PIECES]], 0))
-
-
-def right_aligned(pieces):
-    """Left-aligned phrases (..., M), padded with -1, right-aligned (-1
-    before), as `SuppressSequences` takes them."""
-    width = pieces.shape[-1]
-    lengths = tf.reduce_sum(tf.cast(pieces >= 0, tf.int32), axis=-1)  # (...)
-    columns = tf.range(width) - (width - lengths)[..., None]  # (..., M)
-    taken = tf.gather(pieces, tf.maximum(columns, 0), batch_dims=len(pieces.shape) - 1)
-    return tf.where(columns >= 0, taken, -1)
 
 
 def _check_rows(text, rows):

@@ -22,6 +22,7 @@ from keras_transformer.export.specs import (
     TEXT,
     beam_settings,
 )
+from keras_transformer.export.spellings import PhraseSpellings
 from keras_transformer.scorings import check_scoring
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
@@ -125,6 +126,7 @@ class Translator(ControlledTranslation, tf.Module):
             "beam_size": tf.Variable(beam_size, dtype=tf.int32, trainable=False),
             "alpha": tf.Variable(alpha, dtype=tf.float32, trainable=False),
         }
+        self.phrase_spellings = PhraseSpellings(tokenizer, model.config.vocab_size)
         self.max_source_pieces = tf.Variable(
             self.max_length - 1, dtype=tf.int32, trainable=False
         )
