@@ -18,10 +18,10 @@ many such words are translated again under them. Reported per row:
   the translations that still hold it as a word are counted (it is banned
   in every spelling by the target's pieces, so none should).
 
-Speed: the first `--speed-lines` lines with 0, 1, 2 and 4 phrases a line
-(drawn from the reference, fewer where it has fewer words) at beam 4 and
-8, through the `controlled_beam` signature, beside the plain `beam`
-signature; with `--before`, an export of the code before constraints
+Speed: the first `--speed-lines` lines with 0, 1, 2 and 4 required
+phrases a line (drawn from the reference, fewer where it has fewer words),
+and with 1 banned, at beam 4 and 8, through the `controlled_beam`
+signature, beside the plain `beam` signature; with `--before`, an export of the code before constraints
 (whose `controlled_beam` has no `required` input) in the same run, for
 "no constraints, within 3 % of before".
 
@@ -121,10 +121,13 @@ def quality(engine, texts, references, batch_size, seed, min_length):
     return rows
 
 
-def signature_seconds(path, texts, phrases, beam_size, batch_size, repeats):
+def signature_seconds(
+    path, texts, phrases, beam_size, batch_size, repeats, kind="required"
+):
     """Seconds of `controlled_beam` (or `beam` where `phrases` is None) over
-    `texts` in batches, `phrases` a list of required phrases per text,
-    after one untimed call: the fastest of `repeats` passes."""
+    `texts` in batches, `phrases` a list of phrases per text (`kind`
+    "required" or "banned"), after one untimed call: the fastest of
+    `repeats` passes."""
     name = "beam" if phrases is None else "controlled_beam"
     signature = load(path).signatures[name]
     accepted = signature.structured_input_signature[1]
@@ -145,8 +148,9 @@ def signature_seconds(path, texts, phrases, beam_size, batch_size, repeats):
                 min_length=tf.fill([rows], 0),
                 disable_unk=tf.fill([rows], False),
                 banned=tf.fill([rows, 1], ""),
-                required=phrase_table(phrases[start : start + batch_size]),
+                required=tf.fill([rows, 1], ""),
             )
+            inputs[kind] = phrase_table(phrases[start : start + batch_size])
         calls.append({key: value for key, value in inputs.items() if key in accepted})
     signature(**calls[0])  # warm-up
     passes = []
@@ -183,6 +187,9 @@ def speed(path, before, texts, references, batch_size, seed, min_length, repeats
             row[f"{count}_required"] = signature_seconds(
                 path, texts, given, beam_size, batch_size, repeats
             )
+        row["1_banned"] = signature_seconds(
+            path, texts, phrases[1], beam_size, batch_size, repeats, kind="banned"
+        )
         if before is not None:
             row["before_plain_beam_signature"] = signature_seconds(
                 before, texts, None, beam_size, batch_size, repeats
