@@ -21,9 +21,9 @@ many such words are translated again under them. Reported per row:
 Speed: the first `--speed-lines` lines with 0, 1, 2 and 4 required
 phrases a line (drawn from the reference, fewer where it has fewer words),
 and with 1 banned, at beam 4 and 8, through the `controlled_beam`
-signature, beside the plain `beam` signature; with `--before`, an export of the code before constraints
-(whose `controlled_beam` has no `required` input) in the same run, for
-"no constraints, within 3 % of before".
+signature, beside the plain `beam` signature; with `--before`, an export
+of older code (one whose `controlled_beam` has no `required` input
+included) in the same run, for "no constraints, within 3 % of before".
 
 Prints one JSON object on stdout.
 """
