@@ -12,13 +12,13 @@ import re
 import sys
 
 from keras_transformer.export.control_settings import Terms
+from keras_transformer.special_ids import WORD_START
 
 POLICIES = ("split", "truncate")
 # Text that ends a sentence: punctuation, then closing quotes or brackets.
 # ASCII punctuation also needs a space after it, where the next piece starts.
 _SENTENCE_END = re.compile(r"(?:[.!?;:…]|[。！？；：])[\"'”’»)\]]*$")
 _FULL_WIDTH_END = re.compile(r"[。！？；：][\"'”’»)\]]*$")
-WORD_START = "▁"  # SentencePiece's mark of a piece that starts a word
 
 
 def check_policy(policy):

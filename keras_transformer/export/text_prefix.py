@@ -23,8 +23,7 @@ part.
 
 import tensorflow as tf
 
-from keras_transformer.export.long_inputs import WORD_START
-from keras_transformer.special_ids import END_ID, PAD_ID, UNKNOWN_ID
+from keras_transformer.special_ids import END_ID, PAD_ID, UNKNOWN_ID, WORD_START
 
 _ENDS_WITH_SPACE = r"(?s).*\s"
 

@@ -9,9 +9,13 @@ import tensorflow as tf
 
 from keras_transformer.data.sentencepiece_model import sentencepiece_tokenizer
 from keras_transformer.marian import checkpoint, vocabulary
-from keras_transformer.special_ids import END_ID, PAD_ID, START_ID, UNKNOWN_ID
-
-_SPACE = "\u2581"  # SentencePiece's word boundary
+from keras_transformer.special_ids import (
+    END_ID,
+    PAD_ID,
+    START_ID,
+    UNKNOWN_ID,
+    WORD_START,
+)
 
 
 class MarianTokenizer(tf.Module):
@@ -116,7 +120,7 @@ class MarianTokenizer(tf.Module):
         """Target ids (B, L), dense or ragged -> strings (B,)."""
         pieces = tf.gather(self._surface, tf.cast(ids, tf.int32))  # (B, L)
         text = tf.strings.reduce_join(pieces, axis=-1)  # (B,)
-        return tf.strings.strip(tf.strings.regex_replace(text, _SPACE, " "))
+        return tf.strings.strip(tf.strings.regex_replace(text, WORD_START, " "))
 
     def pieces(self):
         """`(source pieces, target pieces)`, lists of str by our id."""
