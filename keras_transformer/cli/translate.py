@@ -240,16 +240,10 @@ def translate(args):
                 "--reference and --max-input-length go with one translation a "
                 "line, not with --n-best or --sampling."
             )
-        if args.sampling is not None and (
-            args.prefixes is not None
-            or args.constraints is not None
-            or not controls.neutral
-            or glossary
-        ):
+        if args.sampling is not None and glossary is not None:
             raise ValueError(
-                "--prefixes, --glossary, --constraints and the repetition and "
-                "length controls do not go with --sampling (the library's decode "
-                "takes the prefix and controls with a sampler)."
+                "--glossary's terms are required phrases, which need beam "
+                "search: not with --sampling."
             )
         write = functools.partial(
             hypotheses.write_hypotheses,

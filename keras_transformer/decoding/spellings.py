@@ -15,11 +15,13 @@ reached by the last token, then the tokens that would complete it from
 there, which are ruled out.
 """
 
+import typing
+
 import numpy as np
 from keras import ops
 
 from keras_transformer.decoding.controls import StepControl, ban, row_token_pairs
-from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
+from keras_transformer.special_ids import END_ID, PAD_ID, START_ID, WORD_START
 
 
 class SuppressSpellings(StepControl):
@@ -36,6 +38,12 @@ class SuppressSpellings(StepControl):
             none.
         piece_lengths: int (V,): the characters of each token's piece, 0
             for tokens that spell nothing (padding, start, end).
+        begins_word: bool (N,) or (B, N): the phrases that begin with
+            SentencePiece's word start "\u2581". Such a phrase is also ruled
+            out without it right after a piece that `piece_breaks` marks:
+            "\u2581mails" in "e-mails" ("\u2581e" + "-" + "mails").
+        piece_breaks: bool (V,): the pieces whose last character ends a
+            word (`ends_word`).
 
     Like `AllowOnly`, the table is not part of the loop state: beams of an
     item share it (beam k of item b at row b * K + k).
@@ -51,7 +59,7 @@ class SuppressSpellings(StepControl):
     array([4, 5])
     """
 
-    def __init__(self, table, lengths, piece_lengths):
+    def __init__(self, table, lengths, piece_lengths, begins_word, piece_breaks):
         if len(table.shape) not in (3, 4) or len(lengths.shape) != len(table.shape) - 2:
             raise ValueError(
                 "table must be (N, C, D) or (B, N, C, D) and lengths (N,) or "
@@ -60,6 +68,8 @@ class SuppressSpellings(StepControl):
         self.table = table
         self.lengths = lengths
         self.piece_lengths = piece_lengths
+        self.begins_word = begins_word
+        self.piece_breaks = piece_breaks
 
     def is_active(self, index, state):
         return ops.any(ops.convert_to_tensor(self.lengths) > 0)
@@ -72,6 +82,11 @@ class SuppressSpellings(StepControl):
         chars, longest = table.shape[2], table.shape[3]  # C, D: static
         items, count = ops.shape(table)[0], ops.shape(table)[1]  # B, N
         rows = ops.shape(ids)[0]  # B' = B * K
+        per_item = rows // items
+        begins_word = ops.cast(self.begins_word, "bool")
+        begins_word = begins_word[None] if len(begins_word.shape) == 1 else begins_word
+        begins_word = ops.repeat(begins_word, per_item, axis=0)[:, :, None]
+        breaks = ops.cast(self.piece_breaks, "bool")  # (V,)
         flat_table = ops.reshape(table, (items, -1))  # (B, N * C * D)
         starts = ops.arange(chars, dtype="int32")  # (C,): i
         cells = (ops.arange(count, dtype="int32")[:, None] * chars + starts) * longest
@@ -84,10 +99,13 @@ class SuppressSpellings(StepControl):
             found = ops.take_along_axis(flat_table, at, axis=1)
             return ops.reshape(found, (rows, count, chars))
 
+        # The longest phrase of the batch, L, needs the last L - 1 tokens.
+        window = ops.max(lengths) - 1
+
         def follow(offset, reached):
             """`reached` (B', N, C), the phrase positions spellings have
-            reached, after the token `offset` of the last C - 1."""
-            column = index - chars + 2 + offset
+            reached, after the token `offset` of the last `window`."""
+            column = index - window + 1 + offset
             token = ops.take(ids, ops.maximum(column, 0), axis=1)  # (B',)
             token = ops.where(column >= 1, token, -1)  # none generated there
             size = ops.take(
@@ -101,16 +119,40 @@ class SuppressSpellings(StepControl):
             padded = ops.concatenate([moved, ops.zeros_like(moved[..., :1])], -1)
             source = ops.where(source >= 0, source, chars)
             source = ops.broadcast_to(source, ops.shape(moved))
-            return ops.take_along_axis(padded, source, axis=2) | (starts == 0)
+            after_break = ops.take(breaks, ops.maximum(token, 0)) & (token >= 0)
+            entered = (starts == 0) | (
+                (starts == 1) & after_break[:, None, None] & begins_word
+            )
+            return ops.take_along_axis(padded, source, axis=2) | entered
 
         start = ops.broadcast_to(starts == 0, (rows, count, chars))
-        reached = ops.fori_loop(0, chars - 1, follow, start)  # (B', N, C)
-        per_item = rows // items
+        reached = ops.fori_loop(0, window, follow, start)  # (B', N, C)
         remaining = ops.repeat(lengths, per_item, axis=0)[:, :, None] - starts
         completing = spelled(remaining)  # (B', N, C)
         banned = reached & (remaining >= 1) & (remaining <= longest) & (completing >= 0)
         pairs = row_token_pairs(ops.reshape(ops.maximum(completing, 0), (rows, -1)))
         return ban(logits, pairs, ops.reshape(banned, (-1,))), state
+
+
+class Spellings(typing.NamedTuple):
+    """`SuppressSpellings`' arguments, as `spelling_table` gives them."""
+
+    table: np.ndarray  # int32 (N, C, D)
+    lengths: np.ndarray  # int32 (N,)
+    piece_lengths: np.ndarray  # int32 (V,)
+    begins_word: np.ndarray  # bool (N,)
+    piece_breaks: np.ndarray  # bool (V,)
+
+
+def ends_word(piece):
+    """Whether the last character of `piece` ends a word: it is neither a
+    letter, a digit, an apostrophe nor "_" ("-", "/", "(" and the word
+    start "\u2581" do).
+
+    >>> ends_word("e-"), ends_word("ab"), ends_word("'")
+    (True, False, False)
+    """
+    return bool(piece) and not (piece[-1].isalnum() or piece[-1] in "'\u2019_")
 
 
 def spelling_table(sequences, pieces, max_chars=None):
@@ -123,21 +165,25 @@ def spelling_table(sequences, pieces, max_chars=None):
             longest given); a longer phrase is a ValueError.
 
     Returns:
-        `(table, lengths, piece_lengths)`: int32 (N, C, D), (N,) and (V,).
+        A `Spellings`: the table of which token spells which characters,
+        each phrase's characters, each piece's characters, which phrases
+        begin a word, and which pieces end one.
 
     Example:
 
     >>> pieces = ["<pad>", "<s>", "</s>", "a", "b", "ab"]
-    >>> table, lengths, _ = spelling_table([[5]], pieces)
-    >>> table[0]  # "a" is 3 and "ab" 5 at character 0, "b" is 4 at 1
+    >>> spellings = spelling_table([[5]], pieces)
+    >>> spellings.table[0]  # "a" is 3 and "ab" 5 at character 0, "b" is 4 at 1
     array([[ 3,  5],
            [ 4, -1]], dtype=int32)
     """
     token_of, piece_lengths = {}, np.zeros(len(pieces), "int32")
+    piece_breaks = np.zeros(len(pieces), bool)
     for token, piece in enumerate(pieces):
         if token not in (PAD_ID, START_ID, END_ID) and piece not in token_of:
             token_of[piece] = token
             piece_lengths[token] = len(piece)
+            piece_breaks[token] = ends_word(piece)
     texts = ["".join(pieces[token] for token in sequence) for sequence in sequences]
     if not all(texts):
         raise ValueError("A suppressed phrase is empty.")
@@ -152,4 +198,5 @@ def spelling_table(sequences, pieces, max_chars=None):
             for size in range(1, min(longest, len(text) - i) + 1):
                 table[n, i, size - 1] = token_of.get(text[i : i + size], -1)
     lengths = np.array([len(text) for text in texts], "int32")
-    return table, lengths, piece_lengths
+    begins_word = np.array([text.startswith(WORD_START) for text in texts], bool)
+    return Spellings(table, lengths, piece_lengths, begins_word, piece_breaks)

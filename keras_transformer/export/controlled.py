@@ -30,6 +30,7 @@ from keras_transformer.export.specs import (
     IDS,
     NUM_RESULTS,
     ROW_CONTROLS,
+    SAMPLING,
     beam_settings,
 )
 from keras_transformer.export.text_prefix import TypedPrefix
@@ -41,8 +42,8 @@ _PHRASES = tf.TensorSpec([None, None, MAX_PHRASE_PIECES], tf.int32)
 
 
 class ControlledTranslation:
-    """The signatures `controlled`, `controlled_beam` and `controlled_nbest`
-    of a `Translator`.
+    """The signatures `controlled`, `controlled_beam`, `controlled_nbest` and
+    `controlled_sample` of a `Translator`.
 
     A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`,
     `_search`, `beam_size`, `alpha`, `max_length` and `phrase_spellings`
@@ -169,12 +170,52 @@ class ControlledTranslation:
     @functools.cached_property
     def _typed_prefix(self):
         with tf.init_scope():  # reads the vocabulary eagerly, once
-            vocab_size = self.model.config.vocab_size
+            vocab_size = self.model.config.output_vocab_size
             return TypedPrefix(self.tokenizer, vocab_size, self.max_length - 1)
 
-    def _controlled_texts(self, text, rows, beam_size, alpha, num_results=1):
-        """The `num_results` best: {"translations": (B, K), "scores": (B, K),
-        "prefix_cut": (B,), "required_met": (B, K)}."""
+    @tf.function(input_signature=[*ROW_CONTROLS, *SAMPLING])
+    def controlled_sample(
+        self,
+        text,
+        prefix,
+        repetition_penalty,
+        no_repeat_ngram_size,
+        min_length,
+        disable_unk,
+        banned,
+        required,
+        top_k,
+        top_p,
+        temperature,
+        seed,
+    ):
+        """`sample`'s draws (the same `top_k`, `top_p`, `temperature` and
+        `seed`) under the controls each text gives. `required` must hold no
+        phrase: a sampler cannot place them, and a call with one fails with
+        an InvalidArgumentError that says so.
+
+        Returns:
+            {"translation": string (B,), "score": float32 (B,),
+            "prefix_cut": bool (B,), "required_met": bool (B,), true}.
+        """
+        rows = _row_inputs(locals())
+        none = tf.debugging.assert_equal(
+            tf.reduce_any(tf.strings.strip(required) != ""),
+            False,
+            "required phrases need beam search (controlled): sampling cannot "
+            "place them",
+        )
+        with tf.control_dependencies([none]):
+            sampling = tf.identity_n([top_k, top_p, temperature, seed])
+        return _best(self._controlled_texts(text, rows, sampling=sampling))
+
+    def _controlled_texts(
+        self, text, rows, beam_size=None, alpha=None, num_results=1, sampling=None
+    ):
+        """The `num_results` best of the beam search, or with `sampling`
+        (`controlled_sample`'s top_k, top_p, temperature, seed) one draw:
+        {"translations": (B, K), "scores": (B, K), "prefix_cut": (B,),
+        "required_met": (B, K)}."""
         with tf.control_dependencies(_check_rows(text, rows)):
             source_ids = self.source_ids(text)  # (B, S)
         typed = self._typed_prefix(rows["prefix"])
@@ -188,8 +229,7 @@ class ControlledTranslation:
         )
         with tf.control_dependencies([known]):
             required = tf.identity(required)  # (B, C, M)
-        ids, scores = self._controlled_search(
-            source_ids,
+        inputs = [
             typed["ids"],
             typed["at"],
             typed["allowed"],
@@ -198,11 +238,19 @@ class ControlledTranslation:
             rows["min_length"],
             banned,
             rows["disable_unk"],
-            required,  # (B, C, M)
-            beam_size,
-            alpha,
-            num_results,
-        )  # (B, K, L), (B, K)
+        ]
+        if sampling is None:
+            ids, scores = self._controlled_search(
+                source_ids, *inputs, required, beam_size, alpha, num_results
+            )  # (B, K, L), (B, K)
+        else:
+            ids, scores = self._sample(
+                source_ids,
+                *sampling,
+                controls=self._controls(*inputs[1:]),
+                prefix=inputs[0],
+            )
+            ids, scores = ids[:, None], scores[:, None]  # (B, 1, L), (B, 1)
         shape = tf.shape(ids)
         flat = tf.reshape(ids, [shape[0] * shape[1], shape[2]])  # (B * K, L)
         prefix = rows["prefix"]
@@ -255,17 +303,9 @@ class ControlledTranslation:
         """The controlled beam search, traced once for the signatures: a
         batch without required phrases runs it without their machinery
         (which would give the same translations, more slowly)."""
-        unknown = tf.where(disable_unk, UNKNOWN_ID, -1)[:, None, None]  # (B, 1, 1)
-        controls = [
-            RepetitionPenalty(penalty),
-            NoRepeatNgram(ngram, max_size=MAX_NO_REPEAT_NGRAM),
-            MinLength(min_length),
-            SuppressSpellings(
-                *self.phrase_spellings(banned), self.phrase_spellings.piece_lengths
-            ),
-            SuppressSequences(unknown),
-            AllowOnly(allowed, at),
-        ]
+        controls = self._controls(
+            at, allowed, penalty, ngram, min_length, banned, disable_unk
+        )
 
         def search(constraints):
             return self._search(
@@ -283,6 +323,18 @@ class ControlledTranslation:
             lambda: search(required),
             lambda: search(None),
         )
+
+    def _controls(self, at, allowed, penalty, ngram, min_length, banned, disable_unk):
+        """`decode`'s `controls` of the per-row inputs."""
+        unknown = tf.where(disable_unk, UNKNOWN_ID, -1)[:, None, None]  # (B, 1, 1)
+        return [
+            RepetitionPenalty(penalty),
+            NoRepeatNgram(ngram, max_size=MAX_NO_REPEAT_NGRAM),
+            MinLength(min_length),
+            SuppressSpellings(*self.phrase_spellings(banned)),
+            SuppressSequences(unknown),
+            AllowOnly(allowed, at),
+        ]
 
 
 def _row_inputs(arguments):

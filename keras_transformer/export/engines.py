@@ -13,9 +13,9 @@ both through the same methods:
   `ControlSettings` for all, `terms` a `Terms` per text, the phrases that
   must appear and must not (a SavedModel's; CTranslate2 refuses them);
 - `hypotheses(texts, n_best, beam_size, alpha, sampling, temperature,
-  prefixes=None, controls=None, terms=None)`: n-best lists (under
-  `translate`'s prefixes and controls) or draws, with `set_seed(seed)` for
-  the draws;
+  prefixes=None, controls=None, terms=None)`: n-best lists or draws
+  (`set_seed(seed)` seeds them), both under `translate`'s prefixes,
+  controls and terms (a draw cannot place a required phrase: refused);
 - `score(sources, targets)`: forced decoding;
 - `source_limit()`: the SentencePiece processor of the sources and the
   most source pieces the model reads;
@@ -165,7 +165,7 @@ class SavedModelEngine:
         neutral = (controls or ControlSettings()).neutral
         if prefixes is not None or terms is not None or not neutral:
             outputs = self._controlled(
-                text, beam_size, alpha, prefixes, controls, terms
+                texts, beam_size, alpha, prefixes, controls, terms
             )
         elif is_greedy(beam_size):
             outputs = self.signature("greedy")(text=text)
@@ -178,29 +178,26 @@ class SavedModelEngine:
             )
         return _strings(outputs["translation"])
 
-    def _controlled(
-        self,
-        text,
-        beam_size,
-        alpha,
-        prefixes,
-        controls,
-        terms,
-        signature="controlled_beam",
-    ):
+    @staticmethod
+    def _row_tensors(texts, prefixes, controls, terms, copies=1):
+        """The controlled signatures' per-row inputs for `texts` (a list),
+        the text's included, each row `copies` times in a row."""
         controls = controls or ControlSettings()
-        rows = int(text.shape[0])
-        prefixes = [""] * rows if prefixes is None else prefixes
-        terms = [Terms()] * rows if terms is None else terms
+        count = len(texts)
+        prefixes = [""] * count if prefixes is None else prefixes
+        terms = [Terms()] * count if terms is None else terms
         for name, values in (("prefixes", prefixes), ("terms", terms)):
-            if len(values) != rows:
+            if len(values) != count:
                 raise ValueError(
-                    f"{rows} texts but {len(values)} {name}; give one each."
+                    f"{count} texts but {len(values)} {name}; give one each."
                 )
-        beam_size, alpha = (1, 0.0) if is_greedy(beam_size) else (beam_size, alpha)
-        beam_size, alpha = self.settings(beam_size, alpha)
-        outputs = self.signature(signature)(
-            text=text,
+        texts, prefixes, terms = (
+            [value for value in values for _ in range(copies)]
+            for values in (texts, prefixes, terms)
+        )
+        rows = len(texts)
+        return dict(
+            text=tf.constant(texts, tf.string, shape=[rows]),
             prefix=tf.constant(prefixes, tf.string, shape=[rows]),
             repetition_penalty=tf.fill([rows], float(controls.repetition_penalty)),
             no_repeat_ngram_size=tf.fill([rows], controls.no_repeat_ngram_size),
@@ -208,9 +205,26 @@ class SavedModelEngine:
             disable_unk=tf.fill([rows], bool(controls.disable_unk)),
             banned=phrase_table([row.banned for row in terms]),
             required=phrase_table([row.required for row in terms]),
+        )
+
+    def _controlled(
+        self,
+        texts,
+        beam_size,
+        alpha,
+        prefixes,
+        controls,
+        terms,
+        signature="controlled_beam",
+    ):
+        beam_size, alpha = (1, 0.0) if is_greedy(beam_size) else (beam_size, alpha)
+        beam_size, alpha = self.settings(beam_size, alpha)
+        outputs = self.signature(signature)(
+            **self._row_tensors(texts, prefixes, controls, terms),
             beam_size=tf.constant(beam_size),
             alpha=tf.constant(alpha),
         )
+        rows = len(texts)
         self.prefixes_cut += int(outputs["prefix_cut"].numpy().sum())
         best_met = tf.reshape(outputs["required_met"], [rows, -1])[:, 0]
         self.terms_missed += int(tf.reduce_sum(tf.cast(~best_met, tf.int32)))
@@ -231,22 +245,21 @@ class SavedModelEngine:
         """Per text, `n_best` (score, translation) pairs: the `nbest`
         signature's best first (`controlled_nbest`'s under prefixes,
         controls or terms), or with `sampling` (("topk", K) or ("topp", P))
-        `n_best` draws of the `sample` signature."""
+        `n_best` draws of the `sample` signature (`controlled_sample`'s
+        under them)."""
         controlled = (prefixes, terms) != (None, None) or not (
             controls or ControlSettings()
         ).neutral
         if sampling is not None:
-            if controlled:
-                raise ValueError(
-                    "A SavedModel samples without prefixes or controls; the "
-                    "library's decode(..., sampler=...) takes them."
-                )
-            return self._samples(texts, n_best, sampling, temperature)
+            rows = None
+            if controlled:  # each text n_best times, as `_samples` draws
+                rows = self._row_tensors(texts, prefixes, controls, terms, n_best)
+            return self._samples(texts, n_best, sampling, temperature, rows)
         text = tf.constant(texts, tf.string, shape=[len(texts)])
         beam_size, alpha = self.settings(beam_size, alpha)
         if controlled:
             outputs = self._controlled(
-                text, beam_size, alpha, prefixes, controls, terms, "controlled_nbest"
+                texts, beam_size, alpha, prefixes, controls, terms, "controlled_nbest"
             )
         else:
             outputs = self.signature("nbest")(
@@ -266,17 +279,29 @@ class SavedModelEngine:
         """The seed of the next draws; each call draws with the next one."""
         self._seed, self._draws = seed, itertools.count()
 
-    def _samples(self, texts, n_best, sampling, temperature):
+    def _samples(self, texts, n_best, sampling, temperature, rows=None):
+        """`n_best` draws a text: `sample`'s, or with `rows` (`_row_tensors`
+        of the texts, `n_best` copies each) `controlled_sample`'s."""
         kind, value = sampling
-        # Each text n_best times in one batch: every row draws on its own.
-        repeated = [text for text in texts for _ in range(n_best)]
-        outputs = self.signature("sample")(
-            text=tf.constant(repeated, tf.string, shape=[len(repeated)]),
+        settings = dict(
             top_k=tf.constant(value if kind == "topk" else 0),
             top_p=tf.constant(float(value) if kind == "topp" else 1.0),
             temperature=tf.constant(float(temperature)),
             seed=tf.constant((self._seed + next(self._draws)) % 2**31),
         )
+        if rows is None:
+            # Each text n_best times in one batch: every row draws on its own.
+            repeated = [text for text in texts for _ in range(n_best)]
+            text = tf.constant(repeated, tf.string, shape=[len(repeated)])
+            outputs = self.signature("sample")(text=text, **settings)
+        else:
+            if any(rows["required"].numpy().ravel()):
+                raise ValueError(
+                    "Required phrases (a glossary's terms) need beam search: "
+                    "sampling cannot place them."
+                )
+            outputs = self.signature("controlled_sample")(**rows, **settings)
+            self.prefixes_cut += int(outputs["prefix_cut"].numpy()[::n_best].sum())
         drawn = list(
             zip(
                 outputs["score"].numpy().tolist(),

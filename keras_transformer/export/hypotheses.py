@@ -75,11 +75,11 @@ def hypotheses_function(
         temperature: logits are divided by it before sampling.
         seed: the draws' seed (int); None draws one. The same seed, export
             and input give the same draws.
-        controls: None, or a `ControlSettings` for every text (not with
-            `sampling`).
-        glossary: None, or a `glossary.Glossary` (not with `sampling`):
-            each text's hypotheses use the target terms of the source
-            terms it contains.
+        controls: None, or a `ControlSettings` for every text.
+        glossary: None, or a `glossary.Glossary`: each text's hypotheses
+            use the target terms of the source terms it contains (a
+            required term with `sampling` is a ValueError: a draw cannot
+            place one).
 
     Raises:
         ValueError: `n_best` < 1 or > `beam_size`, or an export without the

@@ -13,6 +13,14 @@ ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
 IDS = tf.TensorSpec([None, None], tf.int32, name="ids")
 NUM_RESULTS = tf.TensorSpec([], tf.int32, name="num_results")
 MAX_BEAM_SIZE = 64
+# The sampling signatures' settings: keras-hub's top-k (top_k > 0) or top-p
+# sampler, the temperature that divides the logits, and the draws' seed.
+SAMPLING = [
+    tf.TensorSpec([], tf.int32, name="top_k"),
+    tf.TensorSpec([], tf.float32, name="top_p"),
+    tf.TensorSpec([], tf.float32, name="temperature"),
+    tf.TensorSpec([], tf.int32, name="seed"),
+]
 # The controlled signatures' inputs: one value per text, so that TF
 # Serving's batcher can put rows with different settings in one batch.
 ROW_CONTROLS = [

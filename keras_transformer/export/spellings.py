@@ -10,7 +10,8 @@ SavedModel keeps.
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer.decoding.spellings import spelling_table
+from keras_transformer.decoding.spellings import Spellings, spelling_table
+from keras_transformer.special_ids import WORD_START
 
 MAX_PHRASE_CHARS = 48  # the most characters of a banned phrase, as its pieces spell it
 
@@ -25,14 +26,16 @@ class PhraseSpellings(tf.Module):
             the call with an InvalidArgumentError that says so.
 
     Attributes:
-        piece_lengths: int32 (V,), the characters of each token's piece.
+        piece_lengths: int32 (V,), the characters of each token's piece;
+        piece_breaks: bool (V,), the pieces that end a word.
     """
 
     def __init__(self, tokenizer, vocab_size, max_chars=MAX_PHRASE_CHARS):
         super().__init__(name="phrase_spellings")
         pieces = list(tokenizer.pieces()[1][:vocab_size])
         pieces += [""] * (vocab_size - len(pieces))
-        _, _, piece_lengths = spelling_table([], pieces)
+        vocabulary = spelling_table([], pieces)
+        piece_lengths = vocabulary.piece_lengths
         spelling = np.flatnonzero(piece_lengths)  # the tokens that spell something
         self._tokens = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
@@ -43,6 +46,7 @@ class PhraseSpellings(tf.Module):
         )
         self._pieces = tf.constant(pieces)  # (V,)
         self.piece_lengths = tf.constant(piece_lengths)  # (V,)
+        self.piece_breaks = tf.constant(vocabulary.piece_breaks)  # (V,)
         self.max_chars = max_chars
         self.longest = int(piece_lengths.max(initial=1))  # D
 
@@ -51,8 +55,10 @@ class PhraseSpellings(tf.Module):
         of -1 only is none).
 
         Returns:
-            `(table, lengths)`: int32 (B, N, C, D) and (B, N), as
-            `spelling_table` gives them (lengths 0 for none).
+            A `decoding.spellings.Spellings` of tensors, as `spelling_table`
+            gives it, with a set of phrases per row: table int32
+            (B, N, C, D), lengths int32 (B, N) (0 for none), begins_word
+            bool (B, N).
         """
         pieces = tf.where(ids >= 0, tf.gather(self._pieces, tf.maximum(ids, 0)), "")
         texts = tf.strings.reduce_join(pieces, axis=-1)  # (B, N)
@@ -74,4 +80,7 @@ class PhraseSpellings(tf.Module):
         )  # (B, N, C, D)
         with tf.control_dependencies([check]):
             table = tf.where(inside, self._tokens.lookup(substrings), -1)
-        return table, lengths
+        begins_word = tf.strings.substr(texts, 0, 1, unit="UTF8_CHAR") == WORD_START
+        return Spellings(
+            table, lengths, self.piece_lengths, begins_word, self.piece_breaks
+        )

@@ -19,6 +19,7 @@ from keras_transformer.export.specs import (
     BEAM_SIZE,
     IDS,
     NUM_RESULTS,
+    SAMPLING,
     TEXT,
     beam_settings,
 )
@@ -50,8 +51,8 @@ class Translator(ControlledTranslation, tf.Module):
     `max_length - 1` pieces, then the end id).
 
     The decoding settings' defaults are in `keras_transformer.decoding_defaults`.
-    The signatures `controlled`, `controlled_beam` and `controlled_nbest`
-    take a typed prefix and controls per text
+    The signatures `controlled`, `controlled_beam`, `controlled_nbest` and
+    `controlled_sample` take a typed prefix and controls per text
     (`controlled.ControlledTranslation`).
 
     Args:
@@ -126,7 +127,9 @@ class Translator(ControlledTranslation, tf.Module):
             "beam_size": tf.Variable(beam_size, dtype=tf.int32, trainable=False),
             "alpha": tf.Variable(alpha, dtype=tf.float32, trainable=False),
         }
-        self.phrase_spellings = PhraseSpellings(tokenizer, model.config.vocab_size)
+        self.phrase_spellings = PhraseSpellings(
+            tokenizer, model.config.output_vocab_size
+        )
         self.max_source_pieces = tf.Variable(
             self.max_length - 1, dtype=tf.int32, trainable=False
         )
@@ -177,16 +180,33 @@ class Translator(ControlledTranslation, tf.Module):
             ids, scores = self._beam_search(source_ids, beam_size, alpha, 1)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
 
-    def _draw(self, source_ids, kind, temperature, **setting):
-        """Tokens drawn by keras-hub's top-k ("k") or top-p ("p") sampler."""
+    def _sample(self, source_ids, top_k, top_p, temperature, seed, **options):
+        """`sample`'s draws, ids (B, L) and scores (B,); `options`: `decode`'s
+        `controls` and `prefix`."""
+        for state in self.sampling_seeds:
+            state.assign(tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)]))
+        temperature = tf.maximum(temperature, MIN_TEMPERATURE)
+        vocab_size = self.model.config.output_vocab_size
+        return tf.cond(
+            top_k > 0,
+            lambda: self._draw(
+                source_ids, temperature, options, k=tf.minimum(top_k, vocab_size)
+            ),
+            lambda: self._draw(
+                source_ids, temperature, options, p=tf.clip_by_value(top_p, 1e-6, 1.0)
+            ),
+        )
+
+    def _draw(self, source_ids, temperature, options, **setting):
+        """Tokens drawn by keras-hub's top-k (`k=`) or top-p (`p=`) sampler."""
         # The samplers read their settings from attributes when called:
         # setting them to this signature's inputs while it is traced makes
         # one traced sampler serve every value.
+        ((kind, value),) = setting.items()
         sampler = self._samplers[kind]
         sampler.temperature = temperature
-        for name, value in setting.items():
-            setattr(sampler, name, value)
-        ids, scores = self._search(source_ids, 1, 0.0, sampler=sampler)
+        setattr(sampler, kind, value)
+        ids, scores = self._search(source_ids, 1, 0.0, sampler=sampler, **options)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
 
     def _translate_text(self, text, beam_size, alpha):
@@ -254,15 +274,7 @@ class Translator(ControlledTranslation, tf.Module):
             "scores": tf.where(nonempty, scores, 0.0),
         }
 
-    @tf.function(
-        input_signature=[
-            TEXT,
-            tf.TensorSpec([], tf.int32, name="top_k"),
-            tf.TensorSpec([], tf.float32, name="top_p"),
-            tf.TensorSpec([], tf.float32, name="temperature"),
-            tf.TensorSpec([], tf.int32, name="seed"),
-        ]
-    )
+    @tf.function(input_signature=[TEXT, *SAMPLING])
     def sample(self, text, top_k, top_p, temperature, seed):
         """One translation per text, each token drawn by a keras-hub sampler.
 
@@ -278,20 +290,8 @@ class Translator(ControlledTranslation, tf.Module):
             {"translation": string (B,), "score": float32 (B,), the
             log-probability of the drawn tokens (at temperature 1)}.
         """
-        for state in self.sampling_seeds:
-            state.assign(tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)]))
         source_ids = self.source_ids(text)  # (B, S)
-        temperature = tf.maximum(temperature, MIN_TEMPERATURE)
-        vocab_size = self.model.config.vocab_size
-        ids, scores = tf.cond(
-            top_k > 0,
-            lambda: self._draw(
-                source_ids, "k", temperature, k=tf.minimum(top_k, vocab_size)
-            ),
-            lambda: self._draw(
-                source_ids, "p", temperature, p=tf.clip_by_value(top_p, 1e-6, 1.0)
-            ),
-        )
+        ids, scores = self._sample(source_ids, top_k, top_p, temperature, seed)
         return self._texts(source_ids, ids, scores)
 
     @tf.function(
@@ -403,4 +403,5 @@ class Translator(ControlledTranslation, tf.Module):
             "controlled": self.controlled,
             "controlled_beam": self.controlled_beam,
             "controlled_nbest": self.controlled_nbest,
+            "controlled_sample": self.controlled_sample,
         }

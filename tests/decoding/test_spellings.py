@@ -9,13 +9,18 @@ from keras import ops
 
 from keras_transformer.decoding import beam_search
 from keras_transformer.decoding.controls import initial_states, with_controls
-from keras_transformer.decoding.spellings import SuppressSpellings, spelling_table
+from keras_transformer.decoding.spellings import (
+    SuppressSpellings,
+    ends_word,
+    spelling_table,
+)
 from tests.decoding.tables import END, START, bigram_next_fn, random_tables
 from tests.decoding.test_controls import controlled_decoding, generated, outputs
 
-# Tokens 3 to 8; "aba" is spelled a+b+a, ab+a, a+ba and aba.
-PIECES = ["<pad>", "<s>", "</s>", "a", "b", "ab", "ba", "aba", "c"]
-ABA, BB, CAB = [7], [4, 4], [8, 5]
+# Tokens 3 to 11; "aba" is spelled a+b+a, ab+a, a+ba and aba; "▁ab"
+# (a word) also as "ab" right after "-" or "▁", which end a word.
+PIECES = ["<pad>", "<s>", "</s>", "a", "b", "ab", "ba", "aba", "c", "▁a", "-", "▁"]
+ABA, BB, CAB, WORD_AB = [7], [4, 4], [8, 5], [9, 4]
 
 
 def spells(tokens, phrase):
@@ -30,7 +35,8 @@ def spells(tokens, phrase):
 
 def reference(logits, ids, index, phrases_of_row):
     """Rules out each token whose piece, after some of the last generated
-    tokens, joins to a phrase of the row."""
+    tokens, joins to a phrase of the row (without its word start right
+    after a piece that ends a word)."""
     logits = logits.copy()
     for row, tokens in enumerate(ids):
         tokens = generated(tokens, index)
@@ -38,8 +44,11 @@ def reference(logits, ids, index, phrases_of_row):
             text = "".join(PIECES[token] for token in phrase)
             for token in range(3, len(PIECES)):
                 for start in range(len(tokens) + 1):
-                    run = [*tokens[start:], token]
-                    if "".join(PIECES[piece] for piece in run) == text:
+                    run = "".join(PIECES[piece] for piece in [*tokens[start:], token])
+                    after_break = start > 0 and ends_word(PIECES[tokens[start - 1]])
+                    if run == text or (
+                        text[0] == "▁" and after_break and run == text[1:]
+                    ):
                         logits[row, token] = -np.inf
     return logits
 
@@ -49,20 +58,27 @@ def per_item_control(phrases_of_item):
     tables = [
         spelling_table(phrases, PIECES, max_chars=4) for phrases in phrases_of_item
     ]
-    count = max(len(table[1]) for table in tables)
-    padded = [
-        (
-            np.pad(
-                table, [(0, count - len(table)), (0, 0), (0, 0)], constant_values=-1
-            ),
-            np.pad(lengths, (0, count - len(lengths))),
+    count = max(len(table.lengths) for table in tables)
+
+    def padded(name, value):  # each item's phrases padded to `count`
+        arrays = [getattr(table, name) for table in tables]
+        return np.stack(
+            [
+                np.pad(
+                    array,
+                    [(0, count - len(array))] + [(0, 0)] * (array.ndim - 1),
+                    constant_values=value,
+                )
+                for array in arrays
+            ]
         )
-        for table, lengths, _ in tables
-    ]
+
     return SuppressSpellings(
-        np.stack([table for table, _ in padded]),
-        np.stack([lengths for _, lengths in padded]),
-        tables[0][2],
+        padded("table", -1),
+        padded("lengths", 0),
+        tables[0].piece_lengths,
+        padded("begins_word", False),
+        tables[0].piece_breaks,
     )
 
 
@@ -70,14 +86,14 @@ def per_item_control(phrases_of_item):
 def test_each_step_rules_out_what_completes_a_phrase(index):
     rng = np.random.default_rng(index)
     logits = rng.normal(size=(6, len(PIECES))).astype("float32")
-    ids = rng.integers(3, 8, size=(6, 8)).astype("int32")
+    ids = rng.integers(3, len(PIECES), size=(6, 8)).astype("int32")
     ids[:, 0] = START
-    shared = SuppressSpellings(*spelling_table([ABA, BB], PIECES))
+    shared = SuppressSpellings(*spelling_table([ABA, BB, WORD_AB], PIECES))
     adjusted, _ = shared.adjust(logits, ids, index, shared.initial_state(6))
-    expected = reference(logits, ids, index, [[ABA, BB]] * 6)
+    expected = reference(logits, ids, index, [[ABA, BB, WORD_AB]] * 6)
     np.testing.assert_array_equal(ops.convert_to_numpy(adjusted), expected)
     # Three items of two beams each (beam k of item b at row 2 * b + k).
-    items = [[ABA], [BB, CAB], [CAB]]
+    items = [[ABA, WORD_AB], [BB, CAB], [CAB]]
     control = per_item_control(items)
     adjusted, _ = control.adjust(logits, ids, index, control.initial_state(6))
     expected = reference(logits, ids, index, [items[row // 2] for row in range(6)])
@@ -100,8 +116,8 @@ def test_decoded_outputs_spell_no_phrase(method):
 
 def test_no_phrases_change_nothing():
     tables = random_tables(2, len(PIECES), seed=7)
-    table, _, piece_lengths = spelling_table([ABA], PIECES)
-    neutral = SuppressSpellings(table, np.zeros(1, "int32"), piece_lengths)
+    spellings = spelling_table([ABA], PIECES)
+    neutral = SuppressSpellings(*spellings._replace(lengths=np.zeros(1, "int32")))
     for method in ("greedy", "beam"):
         ids, scores = controlled_decoding(method, tables, [neutral], [0, 1], 8)
         free_ids, free_scores = controlled_decoding(method, tables, [], [0, 1], 8)
@@ -115,7 +131,7 @@ def test_bad_phrases_are_value_errors():
     with pytest.raises(ValueError, match="more than max_chars=2"):
         spelling_table([ABA], PIECES, max_chars=2)
     with pytest.raises(ValueError, match=r"table must be \(N, C, D\)"):
-        SuppressSpellings(np.zeros((2, 3), "int32"), np.zeros(2, "int32"), [0])
+        SuppressSpellings(np.zeros((2, 3), "int32"), np.zeros(2, "int32"), [0], [], [])
 
 
 @pytest.mark.skipif(

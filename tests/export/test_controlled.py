@@ -25,9 +25,10 @@ NEUTRAL = dict(
 PHRASES = ("banned", "required")  # a list of phrases a text
 
 
-def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
-    """`controlled` (or `controlled_beam` with `beam` = (size, alpha)) on
-    `texts`; each setting one value for all rows, or a list of one a row."""
+def controlled(signatures, texts, beam=None, sampling=None, disable_unk=False, **rows):
+    """`controlled` (`controlled_beam` with `beam` = (size, alpha),
+    `controlled_sample` with `sampling` = its settings by name) on `texts`;
+    each setting one value for all rows, or a list of one a row."""
     settings = {**NEUTRAL, **rows, "disable_unk": disable_unk}
     inputs = {"text": tf.constant(texts, tf.string)}
     for name, value in settings.items():
@@ -43,6 +44,9 @@ def controlled(signatures, texts, beam=None, disable_unk=False, **rows):
     if beam is not None:
         name = "controlled_beam"
         inputs.update(beam_size=tf.constant(beam[0]), alpha=tf.constant(beam[1]))
+    if sampling is not None:
+        name = "controlled_sample"
+        inputs.update({key: tf.constant(value) for key, value in sampling.items()})
     outputs = signatures[name](**inputs)
     return {key: value.numpy() for key, value in outputs.items()}
 
@@ -193,6 +197,27 @@ def test_required_phrases_appear_where_they_fit(signatures):
 def test_impossible_phrases_fail_with_a_message(signatures, phrases, message):
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         controlled(signatures, ["a b"], **phrases)
+
+
+def test_controlled_sample_draws_as_sample_under_its_controls(signatures, sources):
+    """At rest its draws are `sample`'s (the same seed); a prefix is kept,
+    a banned word never drawn, and a required phrase is refused."""
+    texts = sources[:6]
+    # At temperature 2, draws that differ from greedy decoding's.
+    draw = dict(top_k=4, top_p=1.0, temperature=2.0, seed=3)
+    plain = signatures["sample"](
+        text=tf.constant(texts), **{key: tf.constant(v) for key, v in draw.items()}
+    )
+    at_rest = controlled(signatures, texts, sampling=draw)
+    assert strings(at_rest["translation"]) == strings(plain["translation"].numpy())
+    np.testing.assert_allclose(at_rest["score"], plain["score"], rtol=1e-5)
+    prefixes = ["a ", "k j", "", "", "", ""]
+    result = controlled(signatures, texts, sampling=draw, prefix=prefixes, banned=["c"])
+    translations = strings(result["translation"])
+    assert translations[0].startswith("a ") and translations[1].startswith("k j")
+    assert all("c" not in text.split() for text in translations), translations
+    with pytest.raises(tf.errors.InvalidArgumentError, match="need beam search"):
+        controlled(signatures, texts, sampling=draw, required=["a"])
 
 
 def test_a_text_without_pieces_translates_to_its_prefix(signatures):

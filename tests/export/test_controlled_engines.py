@@ -143,6 +143,62 @@ def test_n_best_lists_take_prefixes_and_controls_in_both_engines(
             assert hypothesis.startswith(["a ", "", "k j "][int(index)])
 
 
+def test_draws_take_prefixes_controls_and_banned_phrases_in_both_engines(
+    exported, ctranslate2_export, texts, tmp_path, capsys
+):
+    sources, prefixes = tmp_path / "sources.txt", tmp_path / "prefixes.txt"
+    sources.write_text("\n".join(texts[:3]) + "\n")
+    prefixes.write_text("a \n\nk j \n")
+    arguments = ["translate", str(sources), "--sampling", "topk:3", "--n-best", "3"]
+    flags = ["--prefixes", str(prefixes), "--no-repeat-ngram-size", "1"]
+    for path in (exported, ctranslate2_export):
+        main([arguments[0], path, *arguments[1:], *flags, "--seed", "1"])
+        lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+        assert [int(index) for index, _, _ in lines] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+        for index, _, hypothesis in lines:
+            assert hypothesis.startswith(["a ", "", "k j "][int(index)])
+            words = hypothesis.split()
+            assert len(set(words)) == len(words), hypothesis  # no piece twice
+    constraints = tmp_path / "constraints.tsv"
+    constraints.write_text("!b\n!b\n!b\n")
+    main(
+        [
+            "translate",
+            exported,
+            str(sources),
+            "--sampling",
+            "topk:3",
+            "--n-best",
+            "3",
+            "--constraints",
+            str(constraints),
+            "--seed",
+            "2",
+        ]
+    )
+    for line in capsys.readouterr().out.splitlines():
+        assert "b" not in line.split("\t")[2].split(), line
+    constraints.write_text("b\n\n\n")
+    error = one_line_error(
+        capsys,
+        [
+            "translate",
+            exported,
+            str(sources),
+            "--sampling",
+            "topk:3",
+            "--constraints",
+            str(constraints),
+        ],
+    )
+    assert "need beam search" in error
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("a\tb\n")
+    arguments = ["translate", exported, "a b", "--sampling", "topk:3"]
+    error = one_line_error(capsys, [*arguments, "--glossary", str(glossary)])
+    assert "--glossary's terms are required phrases" in error
+
+
 def test_a_prefix_file_of_another_length_is_an_error(exported, texts, tmp_path, capsys):
     sources, prefixes = tmp_path / "sources.txt", tmp_path / "prefixes.txt"
     sources.write_text("\n".join(texts[:3]) + "\n")
@@ -180,7 +236,6 @@ def test_a_constraints_file_requires_and_bans_phrases_per_line(
         (["--repetition-penalty", "0"], "--repetition-penalty must be > 0"),
         (["--no-repeat-ngram-size", "9"], "--no-repeat-ngram-size must be 0 to 8"),
         (["--min-length", "-1"], "--min-length must be >= 0"),
-        (["--sampling", "topk:2", "--min-length", "3"], "do not go with --sampling"),
     ],
 )
 def test_bad_control_flags_are_named_in_the_error(exported, flags, message, capsys):

@@ -252,6 +252,28 @@ def test_ctranslate2_export_translates_as_the_translator(variant, tmp_path):
     assert texts == [text.decode("utf-8") for text in expected]
 
 
+@pytest.mark.slow
+def test_a_separate_target_vocabulary_heals_a_prefix_and_samples_under_it():
+    """A prefix cut inside a word leaves pieces of the target vocabulary (the
+    logits' axis, not the source's) to complete it, in beam search and in
+    `controlled_sample`."""
+    from keras_transformer.export import Translator
+    from tests.export.test_controlled import controlled, strings
+
+    model, tokenizer, _, reference, _ = loaded("separate_swish")
+    assert model.config.output_vocab_size != model.config.vocab_size
+    translator = Translator(model, tokenizer, beam_size=2, alpha=0.0)
+    signatures = translator.signatures()
+    texts = reference["sources"][:3]
+    greedy = strings(signatures["greedy"](text=np.array(texts))["translation"].numpy())
+    prefixes = [text[: len(text) // 2 + 1].rstrip() for text in greedy]
+    draw = dict(top_k=5, top_p=1.0, temperature=1.0, seed=1)
+    for sampling in (None, draw):
+        result = controlled(signatures, texts, sampling=sampling, prefix=prefixes)
+        for prefix, text in zip(prefixes, strings(result["translation"]), strict=True):
+            assert text.startswith(prefix), (prefix, text)
+
+
 def repeated_ngrams(tokens, size):
     grams = [tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1)]
     return len(grams) - len(set(grams))
