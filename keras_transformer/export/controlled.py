@@ -24,6 +24,12 @@ from keras_transformer.decoding.controls import (
 from keras_transformer.decoding.spellings import SuppressSpellings
 from keras_transformer.decoding.token_masks import AllowOnly, SuppressSequences
 from keras_transformer.export.control_settings import MAX_NO_REPEAT_NGRAM
+from keras_transformer.export.row_inputs import (
+    MAX_PHRASE_PIECES,
+    check_rows,
+    phrase_pieces,
+    row_inputs,
+)
 from keras_transformer.export.specs import (
     ALPHA,
     BEAM_SIZE,
@@ -37,7 +43,6 @@ from keras_transformer.export.text_prefix import TypedPrefix
 from keras_transformer.special_ids import UNKNOWN_ID
 
 _ROWS = tf.TensorSpec([None], tf.int32)
-MAX_PHRASE_PIECES = 16  # the most pieces of a banned or required phrase
 _PHRASES = tf.TensorSpec([None, None, MAX_PHRASE_PIECES], tf.int32)
 
 
@@ -67,11 +72,12 @@ class ControlledTranslation:
             (TF Serving's batcher pads with ""): each is cut into the
             target's pieces as a phrase alone, and no sequence of pieces
             that spells the same characters is generated
-            (`SuppressSpellings`), up to `MAX_PHRASE_PIECES` pieces and
-            `spellings.MAX_PHRASE_CHARS` characters a phrase. A phrase
-            begins a word (SentencePiece's "\u2581") and may end inside
-            one: "Haus" banned rules out "Haus" + "es", not a piece that
-            goes on past its end ("Hauses").
+            (`SuppressSpellings`), up to `row_inputs.MAX_PHRASE_PIECES`
+            pieces and `spellings.MAX_PHRASE_CHARS` characters a phrase. A
+            phrase begins a word (SentencePiece's "\u2581", or right after
+            a piece that ends a word: "Mails" in "E-Mails") and may end
+            inside one: "Haus" banned rules out "Haus" + "es", not a piece
+            that goes on past its end ("Hauses").
         required: phrases that must appear (a glossary's target terms),
             string (B, N), "" for none, cut into pieces as `banned` is.
             Beam search places them by dynamic beam allocation
@@ -106,7 +112,7 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,), "required_met": bool (B,)}.
         """
-        rows = _row_inputs(locals())
+        rows = row_inputs(locals())
         beam_size = tf.constant(self.beam_size, tf.int32)
         return _best(
             self._controlled_texts(text, rows, beam_size, tf.constant(self.alpha))
@@ -136,7 +142,7 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,), "required_met": bool (B,)}.
         """
-        rows = _row_inputs(locals())
+        rows = row_inputs(locals())
         return _best(
             self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
         )
@@ -163,7 +169,7 @@ class ControlledTranslation:
             "prefix_cut": bool (B,), "required_met": bool (B, K)}, K =
             `beam_size` (clipped to [1, 64]).
         """
-        rows = _row_inputs(locals())
+        rows = row_inputs(locals())
         beam_size, alpha = beam_settings(beam_size, alpha)
         return self._controlled_texts(text, rows, beam_size, alpha, beam_size)
 
@@ -198,7 +204,7 @@ class ControlledTranslation:
             {"translation": string (B,), "score": float32 (B,),
             "prefix_cut": bool (B,), "required_met": bool (B,), true}.
         """
-        rows = _row_inputs(locals())
+        rows = row_inputs(locals())
         none = tf.debugging.assert_equal(
             tf.reduce_any(tf.strings.strip(required) != ""),
             False,
@@ -216,7 +222,7 @@ class ControlledTranslation:
         (`controlled_sample`'s top_k, top_p, temperature, seed) one draw:
         {"translations": (B, K), "scores": (B, K), "prefix_cut": (B,),
         "required_met": (B, K)}."""
-        with tf.control_dependencies(_check_rows(text, rows)):
+        with tf.control_dependencies(check_rows(text, rows)):
             source_ids = self.source_ids(text)  # (B, S)
         typed = self._typed_prefix(rows["prefix"])
         banned = phrase_pieces(self.tokenizer, rows["banned"], "banned")  # (B, N, M)
@@ -337,12 +343,6 @@ class ControlledTranslation:
         ]
 
 
-def _row_inputs(arguments):
-    """The per-row inputs among a signature's `arguments` (its locals), by
-    the names `ROW_CONTROLS` gives them, the text's excepted."""
-    return {spec.name: arguments[spec.name] for spec in ROW_CONTROLS[1:]}
-
-
 def _best(outputs):
     """`_controlled_texts`'s best hypothesis: {"translation", "score",
     "prefix_cut", "required_met"}, each (B,)."""
@@ -352,53 +352,3 @@ def _best(outputs):
         "prefix_cut": outputs["prefix_cut"],
         "required_met": outputs["required_met"][:, 0],
     }
-
-
-def phrase_pieces(tokenizer, phrases, kind):
-    """Phrases (B, N) -> their target pieces (B, N, M), M =
-    `MAX_PHRASE_PIECES` (static, as the decoding loops need), each
-    left-aligned and padded with -1; "" gives a row of -1 only. A longer
-    phrase fails the call with a message naming its `kind` ("banned" or
-    "required")."""
-    shape = tf.shape(phrases, out_type=tf.int64)
-    ids = tokenizer.tokenize_target(tf.reshape(phrases, [-1]))  # (B * N, None)
-    check = tf.debugging.assert_less_equal(
-        ids.row_lengths(),
-        tf.constant(MAX_PHRASE_PIECES, tf.int64),
-        f"a {kind} phrase has more than {MAX_PHRASE_PIECES} pieces",
-    )
-    with tf.control_dependencies([check]):
-        dense = ids.to_tensor(-1, shape=[None, MAX_PHRASE_PIECES])  # (B * N, M)
-    return tf.reshape(dense, tf.concat([shape, [MAX_PHRASE_PIECES]], 0))
-
-
-def _check_rows(text, rows):
-    """Assertions that every input has a value per text, each in range."""
-    count = tf.shape(text)[0]
-    checks = [
-        tf.debugging.assert_equal(
-            tf.shape(value)[0], count, f"{name} needs one value per text"
-        )
-        for name, value in rows.items()
-    ]
-    penalty, ngram = rows["repetition_penalty"], rows["no_repeat_ngram_size"]
-    required = tf.strings.strip(rows["required"])  # (B, C)
-    banned = tf.strings.strip(rows["banned"])  # (B, N)
-    return checks + [
-        tf.debugging.assert_positive(penalty, "repetition_penalty must be > 0"),
-        tf.debugging.assert_non_negative(ngram, "no_repeat_ngram_size must be >= 0"),
-        tf.debugging.assert_less_equal(
-            ngram,
-            MAX_NO_REPEAT_NGRAM,
-            f"no_repeat_ngram_size must be <= {MAX_NO_REPEAT_NGRAM}",
-        ),
-        tf.debugging.assert_non_negative(rows["min_length"], "min_length must be >= 0"),
-        tf.debugging.assert_equal(
-            tf.reduce_any(
-                (required[:, :, None] == banned[:, None, :])
-                & (required != "")[:, :, None]
-            ),
-            False,
-            "a phrase is both required and banned",
-        ),
-    ]

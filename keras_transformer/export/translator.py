@@ -2,7 +2,6 @@
 
 import numbers
 
-import keras_hub
 import tensorflow as tf
 
 from keras_transformer import decoding_defaults
@@ -14,12 +13,12 @@ from keras_transformer.decoding.forced import (
 from keras_transformer.decoding.model_decoding import decode
 from keras_transformer.decoding_defaults import is_greedy
 from keras_transformer.export.controlled import ControlledTranslation
+from keras_transformer.export.sampling import Sampling
 from keras_transformer.export.specs import (
     ALPHA,
     BEAM_SIZE,
     IDS,
     NUM_RESULTS,
-    SAMPLING,
     TEXT,
     beam_settings,
 )
@@ -27,10 +26,8 @@ from keras_transformer.export.spellings import PhraseSpellings
 from keras_transformer.scorings import check_scoring
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
-MIN_TEMPERATURE = 1e-3
 
-
-class Translator(ControlledTranslation, tf.Module):
+class Translator(Sampling, ControlledTranslation, tf.Module):
     """Text in, text out, with every step a TensorFlow op.
 
     Tokenization and detokenization are tensorflow-text ops, decoding is a
@@ -53,7 +50,8 @@ class Translator(ControlledTranslation, tf.Module):
     The decoding settings' defaults are in `keras_transformer.decoding_defaults`.
     The signatures `controlled`, `controlled_beam`, `controlled_nbest` and
     `controlled_sample` take a typed prefix and controls per text
-    (`controlled.ControlledTranslation`).
+    (`controlled.ControlledTranslation`); `sample` draws
+    (`sampling.Sampling`).
 
     Args:
         model: a trained `keras_transformer.Transformer`.
@@ -133,15 +131,7 @@ class Translator(ControlledTranslation, tf.Module):
         self.max_source_pieces = tf.Variable(
             self.max_length - 1, dtype=tf.int32, trainable=False
         )
-        # keras-hub's samplers draw the tokens of `sample`; their seed states
-        # are tracked (as tf.Variables) so that the SavedModel keeps them.
-        self._samplers = {
-            "k": keras_hub.samplers.TopKSampler(k=1),
-            "p": keras_hub.samplers.TopPSampler(p=1.0),
-        }
-        self.sampling_seeds = [
-            sampler.seed_generator.state.value for sampler in self._samplers.values()
-        ]
+        self._track_samplers()
 
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""
@@ -178,35 +168,6 @@ class Translator(ControlledTranslation, tf.Module):
             ids, scores = self._search(source_ids, 1, alpha)
         else:
             ids, scores = self._beam_search(source_ids, beam_size, alpha, 1)
-        return ids[:, 0], scores[:, 0]  # (B, L), (B,)
-
-    def _sample(self, source_ids, top_k, top_p, temperature, seed, **options):
-        """`sample`'s draws, ids (B, L) and scores (B,); `options`: `decode`'s
-        `controls` and `prefix`."""
-        for state in self.sampling_seeds:
-            state.assign(tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)]))
-        temperature = tf.maximum(temperature, MIN_TEMPERATURE)
-        vocab_size = self.model.config.output_vocab_size
-        return tf.cond(
-            top_k > 0,
-            lambda: self._draw(
-                source_ids, temperature, options, k=tf.minimum(top_k, vocab_size)
-            ),
-            lambda: self._draw(
-                source_ids, temperature, options, p=tf.clip_by_value(top_p, 1e-6, 1.0)
-            ),
-        )
-
-    def _draw(self, source_ids, temperature, options, **setting):
-        """Tokens drawn by keras-hub's top-k (`k=`) or top-p (`p=`) sampler."""
-        # The samplers read their settings from attributes when called:
-        # setting them to this signature's inputs while it is traced makes
-        # one traced sampler serve every value.
-        ((kind, value),) = setting.items()
-        sampler = self._samplers[kind]
-        sampler.temperature = temperature
-        setattr(sampler, kind, value)
-        ids, scores = self._search(source_ids, 1, 0.0, sampler=sampler, **options)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
 
     def _translate_text(self, text, beam_size, alpha):
@@ -273,26 +234,6 @@ class Translator(ControlledTranslation, tf.Module):
             "translations": tf.where(nonempty, texts, ""),
             "scores": tf.where(nonempty, scores, 0.0),
         }
-
-    @tf.function(input_signature=[TEXT, *SAMPLING])
-    def sample(self, text, top_k, top_p, temperature, seed):
-        """One translation per text, each token drawn by a keras-hub sampler.
-
-        `top_k` > 0 draws from the `top_k` likeliest tokens
-        (`keras_hub.samplers.TopKSampler`); `top_k` <= 0 from the fewest
-        likeliest tokens whose probability reaches `top_p`, clipped to
-        (0, 1] (`TopPSampler`). The logits are divided by `temperature`
-        (at least 0.001) first. The same `seed` and inputs give the same
-        draws; the texts of a batch draw independently, so a text repeated
-        in a batch gives several samples.
-
-        Returns:
-            {"translation": string (B,), "score": float32 (B,), the
-            log-probability of the drawn tokens (at temperature 1)}.
-        """
-        source_ids = self.source_ids(text)  # (B, S)
-        ids, scores = self._sample(source_ids, top_k, top_p, temperature, seed)
-        return self._texts(source_ids, ids, scores)
 
     @tf.function(
         input_signature=[
