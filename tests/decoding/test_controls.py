@@ -257,8 +257,12 @@ def test_compiled_decoding_with_controls_equals_eager():
         SuppressSequences([[5, 6]]),
     ]
 
-    def run(table_indices):
-        return controlled_decoding("beam", tables, controls, table_indices, 8)
+    assert_compiled_beam_search_equals_eager(tables, controls)
+
+
+def assert_compiled_beam_search_equals_eager(tables, controls):
+    """Beam search under `controls` on 3 items of `tables`, traced once by
+    `tf.function(jit_compile=True)` or `jax.jit`, gives the eager tokens."""
 
     def run_tensors(table_indices):
         return beam_search(
@@ -281,6 +285,6 @@ def test_compiled_decoding_with_controls_equals_eager():
         compiled = tf.function(run_tensors, jit_compile=True)
     indices = np.array([0, 1, 2], "int32")
     ids, scores = compiled(indices)
-    eager_ids, eager_scores = run(indices)
+    eager_ids, eager_scores = controlled_decoding("beam", tables, controls, indices, 8)
     np.testing.assert_array_equal(ops.convert_to_numpy(ids), eager_ids)
     np.testing.assert_allclose(ops.convert_to_numpy(scores), eager_scores, rtol=1e-5)

@@ -7,15 +7,18 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_transformer.decoding import beam_search
-from keras_transformer.decoding.controls import initial_states, with_controls
 from keras_transformer.decoding.spellings import (
     SuppressSpellings,
     ends_word,
     spelling_table,
 )
-from tests.decoding.tables import END, START, bigram_next_fn, random_tables
-from tests.decoding.test_controls import controlled_decoding, generated, outputs
+from tests.decoding.tables import END, START, random_tables
+from tests.decoding.test_controls import (
+    assert_compiled_beam_search_equals_eager,
+    controlled_decoding,
+    generated,
+    outputs,
+)
 
 # Tokens 3 to 11; "aba" is spelled a+b+a, ab+a, a+ba and aba; "▁ab"
 # (a word) also as "ab" right after "-" or "▁", which end a word.
@@ -141,28 +144,4 @@ def test_compiled_decoding_equals_eager():
     """One trace under `tf.function(jit_compile=True)` or `jax.jit`."""
     tables = random_tables(3, len(PIECES), seed=11)
     controls = [per_item_control([[ABA], [BB, CAB], [CAB]])]
-
-    def run_tensors(table_indices):
-        return beam_search(
-            with_controls(bigram_next_fn(tables), controls),
-            ops.full((3,), START, "int32"),
-            (table_indices, initial_states(controls, 3)),
-            8,
-            END,
-            beam_size=3,
-            num_results=3,
-        )
-
-    if keras.backend.backend() == "jax":
-        import jax
-
-        compiled = jax.jit(run_tensors)
-    else:
-        import tensorflow as tf
-
-        compiled = tf.function(run_tensors, jit_compile=True)
-    indices = np.array([0, 1, 2], "int32")
-    ids, scores = compiled(indices)
-    eager_ids, eager_scores = controlled_decoding("beam", tables, controls, indices, 8)
-    np.testing.assert_array_equal(ops.convert_to_numpy(ids), eager_ids)
-    np.testing.assert_allclose(ops.convert_to_numpy(scores), eager_scores, rtol=1e-5)
+    assert_compiled_beam_search_equals_eager(tables, controls)
