@@ -10,6 +10,31 @@ from keras_transformer.export.specs import SAMPLING, TEXT
 MIN_TEMPERATURE = 1e-3
 
 
+class TopKOrTopP(keras_hub.samplers.Sampler):
+    """keras-hub's `TopKSampler` where `k` > 0, else its `TopPSampler`.
+
+    One sampler for both settings, chosen at each step by a `tf.cond`: a
+    signature traces one sampling loop, not one per sampler. Each draw is
+    the chosen sampler's own (its seed state advances, the other's stays).
+    The settings are attributes read when called: `k`, `p` and
+    `temperature` may be tensors of the signature being traced.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.top_k = keras_hub.samplers.TopKSampler(k=1)
+        self.top_p = keras_hub.samplers.TopPSampler(p=1.0)
+        self.k, self.p = 1, 1.0
+
+    def get_next_token(self, probabilities):
+        self.top_k.k, self.top_p.p = self.k, self.p
+        return tf.cond(
+            self.k > 0,
+            lambda: self.top_k.get_next_token(probabilities),
+            lambda: self.top_p.get_next_token(probabilities),
+        )  # (B,)
+
+
 class Sampling:
     """The `sample` signature of a `Translator`, and `_sample`, which draws.
 
@@ -18,15 +43,13 @@ class Sampling:
     """
 
     def _track_samplers(self):
-        """Makes the samplers, tracked by the translator."""
+        """Makes the sampler, its seed states tracked by the translator."""
         # keras-hub's samplers draw the tokens of `sample`; their seed states
         # are tracked (as tf.Variables) so that the SavedModel keeps them.
-        self._samplers = {
-            "k": keras_hub.samplers.TopKSampler(k=1),
-            "p": keras_hub.samplers.TopPSampler(p=1.0),
-        }
+        self._sampler = TopKOrTopP()
         self.sampling_seeds = [
-            sampler.seed_generator.state.value for sampler in self._samplers.values()
+            sampler.seed_generator.state.value
+            for sampler in (self._sampler.top_k, self._sampler.top_p)
         ]
 
     @tf.function(input_signature=[TEXT, *SAMPLING])
@@ -54,26 +77,9 @@ class Sampling:
         `controls` and `prefix`."""
         for state in self.sampling_seeds:
             state.assign(tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)]))
-        temperature = tf.maximum(temperature, MIN_TEMPERATURE)
         vocab_size = self.model.config.output_vocab_size
-        return tf.cond(
-            top_k > 0,
-            lambda: self._draw(
-                source_ids, temperature, options, k=tf.minimum(top_k, vocab_size)
-            ),
-            lambda: self._draw(
-                source_ids, temperature, options, p=tf.clip_by_value(top_p, 1e-6, 1.0)
-            ),
-        )
-
-    def _draw(self, source_ids, temperature, options, **setting):
-        """Tokens drawn by keras-hub's top-k (`k=`) or top-p (`p=`) sampler."""
-        # The samplers read their settings from attributes when called:
-        # setting them to this signature's inputs while it is traced makes
-        # one traced sampler serve every value.
-        ((kind, value),) = setting.items()
-        sampler = self._samplers[kind]
-        sampler.temperature = temperature
-        setattr(sampler, kind, value)
-        ids, scores = self._search(source_ids, 1, 0.0, sampler=sampler, **options)
+        self._sampler.temperature = tf.maximum(temperature, MIN_TEMPERATURE)
+        self._sampler.k = tf.minimum(top_k, vocab_size)
+        self._sampler.p = tf.clip_by_value(top_p, 1e-6, 1.0)
+        ids, scores = self._search(source_ids, 1, 0.0, sampler=self._sampler, **options)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
