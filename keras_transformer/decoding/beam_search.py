@@ -28,6 +28,7 @@ from keras_transformer.decoding.loops import (
     sequence_limits,
     start_buffer,
     take_per_row,
+    token_counts,
     while_loop,
     write_column,
 )
@@ -117,12 +118,13 @@ def _force_end(log_probs, at_limit, end_id):
 
 
 def _only_given(log_probs, given, pad_id):
-    """`log_probs` (B, K, V) with every token but the given one ruled out
-    in the beams whose next token is given (`given` (B, K), not `pad_id`)."""
+    """`log_probs` (B, K, V) with the given token scored 0 and every other
+    ruled out in the beams whose next token is given (`given` (B, K), not
+    `pad_id`)."""
     vocab = ops.arange(ops.shape(log_probs)[-1], dtype="int32")  # (V,)
     given = given[:, :, None]  # (B, K, 1)
-    others = (vocab != given) & (given != pad_id)  # (B, K, V)
-    return ops.where(others, NO_HYPOTHESIS, log_probs)
+    forced = ops.where(vocab == given, 0.0, NO_HYPOTHESIS)  # (B, K, V)
+    return ops.where(given != pad_id, forced, log_probs)
 
 
 def _keep_best(scores, ids, count):
@@ -146,7 +148,6 @@ def beam_search(
     scoring=decoding_defaults.SCORING,
     cache_shapes=None,
     start_index=0,
-    start_scores=None,
     constraints=None,
 ):
     """Beam search with the GNMT length penalty over a step function.
@@ -164,8 +165,13 @@ def beam_search(
     `jit_compile=True` or `jax.jit`) and stops once, for every item, no alive beam can
     beat the worst kept finished hypothesis. Items are independent, so a
     batch decodes exactly as its items would alone. Tokens given in
-    `start_ids` (a prefix) are the only candidates at their positions, with
-    their log-probabilities, and count in the hypotheses' lengths.
+    `start_ids` (a prefix) are the only candidates at their positions; they
+    are given, not chosen, so the search ranks what follows them: their
+    log-probabilities and their count are left out of the scores and the
+    length penalty, as Hugging Face transformers leaves out its
+    `decoder_input_ids`. (Counted in, they would favour longer outputs the
+    more the prefix costs: a whole reference typed would go on past its
+    end.)
 
     Args:
         next_fn: `next_fn(ids, cache, index) -> (logits, cache)` with
@@ -202,7 +208,6 @@ def beam_search(
         start_index: the column the first step feeds, for a cache that
             already holds the given columns before it (as for
             `greedy_decode`).
-        start_scores: float (B,), the log-probabilities of those columns.
         constraints: None, or int (B, C, P): phrases each output must
             contain, C per item, P piece ids each, left-aligned and padded
             with -1 (`decoding.constraints`, dynamic beam allocation). A
@@ -245,13 +250,13 @@ def beam_search(
     batch_size = ops.shape(start)[0]
     limits = sequence_limits(batch_size, max_length, max_lengths)  # (B,)
     float_limits = ops.cast(limits, "float32")  # (B,)
+    if prefixed:  # the scores count the tokens after the given ones
+        given_length = ops.cast(token_counts(start[:, 1:], pad_id), "float32")  # (B,)
+        float_limits = float_limits - given_length
     alive_ids = ops.repeat(start[:, None], beam_size, axis=1)  # (B, K, L + 1)
     # Only beam 0 is live at first, so the first step does not pick K copies.
     first_beam = ops.where(ops.arange(beam_size) == 0, 0.0, NO_HYPOTHESIS)  # (K,)
-    if start_scores is None:
-        start_scores = ops.zeros((batch_size,), "float32")
-    start_scores = ops.cast(start_scores, "float32")[:, None]  # (B, 1)
-    alive_log_probs = start_scores + first_beam  # (B, K)
+    alive_log_probs = ops.zeros((batch_size, 1)) + first_beam  # (B, K)
     finished_ids = ops.full((batch_size, slots, buffer_length), pad_id, "int32")
     finished_scores = ops.full((batch_size, slots), NO_HYPOTHESIS, "float32")
     done = ops.zeros((batch_size,), "bool")  # (B,)
@@ -315,10 +320,12 @@ def beam_search(
         cache = gather_beams(cache, take_per_row(beams, picks), beam_size)
 
         float_length = ops.cast(length, "float32")
+        if prefixed:  # at least 1: no normalizer <= 0 while the prefix is fed
+            float_length = ops.maximum(float_length - given_length, 1.0)  # (B,)
+        normalizer = scoring.normalizer(float_length, alpha)
+        normalizer = normalizer[:, None] if prefixed else normalizer  # (B, 1), ()
         takes = ended & in_beam & ~done[:, None]  # (B, 2K)
-        scores = ops.where(
-            takes, log_p / scoring.normalizer(float_length, alpha), NO_HYPOTHESIS
-        )  # (B, 2K)
+        scores = ops.where(takes, log_p / normalizer, NO_HYPOTHESIS)  # (B, 2K)
         all_scores = ops.concatenate([finished_scores, scores], axis=1)  # (B, N + 2K)
         all_ids = ops.concatenate([finished_ids, ids], axis=1)
         if phrases is None:

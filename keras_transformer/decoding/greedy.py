@@ -57,7 +57,6 @@ def greedy_decode(
     choose=most_likely,
     cache_shapes=None,
     start_index=0,
-    start_scores=None,
 ):
     """Greedy decoding: the most likely token (or `choose`'s) at every step.
 
@@ -67,8 +66,8 @@ def greedy_decode(
     emits `pad_id`, and the loop stops as soon as every sequence has ended.
     A sequence that reaches its limit in `max_lengths` is ended there
     (without an end token), so a batch decodes exactly as its items would
-    alone. Tokens given in `start_ids` (a prefix) are taken as they are,
-    with their log-probabilities.
+    alone. Tokens given in `start_ids` (a prefix) are taken as they are;
+    the scores are those of the tokens after them, as in beam search.
 
     Args:
         next_fn: `next_fn(ids, cache, index) -> (logits, cache)`. `ids` is
@@ -98,13 +97,12 @@ def greedy_decode(
         start_index: the column of `start_ids` the first step feeds, for a
             `cache` already holding the positions before it (given in every
             row), e.g. from one teacher-forced pass over a prefix.
-        start_scores: float (B,), the log-probabilities of those columns
-            1..`start_index` (zeros by default).
 
     Returns:
         `(ids, scores)`: int32 (B, max_length), the generated tokens without
         the start token (end token included, then padding), and float32
-        (B,), the sum of the log-probabilities of the generated tokens.
+        (B,), the sum of the log-probabilities of the generated tokens
+        after the prefix.
 
     Example:
 
@@ -132,7 +130,7 @@ def greedy_decode(
         tokens, token_log_probs = choose(logits)  # (B,), (B,)
         if prefixed:
             tokens, token_log_probs = _keep_given(
-                ids, index, logits, tokens, token_log_probs, pad_id
+                ids, index, tokens, token_log_probs, pad_id
             )
         tokens = ops.where(finished, pad_id, tokens)
         scores = scores + ops.where(finished, 0.0, token_log_probs)
@@ -143,14 +141,12 @@ def greedy_decode(
     def not_done(index, ids, cache, finished, scores):
         return ops.logical_not(ops.all(finished))
 
-    if start_scores is None:
-        start_scores = ops.zeros((batch_size,), "float32")
     loop_vars = (
         ops.convert_to_tensor(start_index, "int32"),
         ids,
         cache,
         ops.zeros((batch_size,), "bool"),
-        ops.cast(start_scores, "float32"),
+        ops.zeros((batch_size,), "float32"),
     )
     _, ids, _, _, scores = while_loop(
         not_done, step, loop_vars, max_length - start_index, 2, cache_shapes
@@ -158,14 +154,9 @@ def greedy_decode(
     return ids[:, 1:], scores
 
 
-def _keep_given(ids, index, logits, tokens, log_probs, pad_id):
-    """`(tokens, log_probs)` (B,) with the given token and its
-    log-probability under `logits` (B, V) in the rows where column
-    `index + 1` of `ids` is given."""
+def _keep_given(ids, index, tokens, log_probs, pad_id):
+    """`(tokens, log_probs)` (B,) with the given token, scored 0, in the
+    rows where column `index + 1` of `ids` is given."""
     given = given_tokens(ids, index)  # (B,)
-    given_log_probs = take_per_row(log_probabilities(logits), given[:, None])
     is_given = given != pad_id
-    return (
-        ops.where(is_given, given, tokens),
-        ops.where(is_given, given_log_probs[:, 0], log_probs),
-    )
+    return ops.where(is_given, given, tokens), ops.where(is_given, 0.0, log_probs)

@@ -224,12 +224,13 @@ def decode(
             sequences); greedy, beam search and samplers all consult them.
         prefix: None, or int (B, P): the target tokens each output begins
             with (after the start token), right-padded with 0; a row may
-            be empty. They are forced and scored, count toward the limits
-            (a row's limit is raised to its prefix's length where shorter)
-            and are never changed by `controls`. The positions every row
-            has given are fed in one teacher-forced pass (`prefix.prefill`;
-            under `jax.jit` and XLA, where their number is unknown while
-            tracing, a token a step instead).
+            be empty. They are forced, count toward the limits (a row's
+            limit is raised to its prefix's length where shorter) and are
+            never changed by `controls`; the scores are those of the tokens
+            after them (`beam_search` ranks what follows a prefix). The
+            positions every row has given are fed in one teacher-forced
+            pass (`prefix.prefill`; under `jax.jit` and XLA, where their
+            number is unknown while tracing, a token a step instead).
         constraints: None, or int (B, C, P): phrases of target pieces that
             each output must contain, left-aligned and padded with -1
             (`beam_search`'s, by dynamic beam allocation); they need beam
@@ -245,7 +246,8 @@ def decode(
         (B, num_results). Greedy scores are sums of log-probabilities (of
         the distribution the `controls` adjusted, if any); beam scores are
         divided by the length penalty ((5 + n) / 6) ** alpha
-        (n ** alpha with `scoring="transformers"`).
+        (n ** alpha with `scoring="transformers"`), n the tokens after any
+        prefix.
 
     Example:
 
@@ -293,8 +295,8 @@ def decode(
     given = {}
     if prefix is not None:
         start_index = prefill_length(prefix, static_only=not grow)
-        state, start_scores = prefill(model, start_ids, start_index, state, step_inputs)
-        given = dict(start_index=start_index, start_scores=start_scores)
+        state = prefill(model, start_ids, start_index, state, step_inputs)
+        given = dict(start_index=start_index)
     cache_shapes = None
     if grow:  # (B, h, L, d) caches whose L changes
         from keras_transformer.decoding.growing_cache import growing_cache_shapes
@@ -320,6 +322,9 @@ def decode(
         log_probs = token_log_probabilities(
             model, ids, encoder_outputs, encoder_padding_mask, start_id
         )  # (B, L)
+        if prefix is not None:  # the tokens after it
+            after = ops.arange(length)[None] >= token_counts(prefix)[:, None]
+            log_probs = ops.where(after, log_probs, 0.0)  # (B, L)
         return ids[:, None], ops.sum(log_probs, axis=1)[:, None]
     arguments.update(given)
     if grow:

@@ -2,9 +2,10 @@
 
 The translator types the start of a translation; the search completes it.
 A row's prefix is taken as given: the loops force its tokens (none else is
-a candidate there, and no control acts on them), score them with the
-model's log-probabilities, and count them toward the row's limit, which is
-raised to the prefix's length where shorter, so a prefix is never cut.
+a candidate there, and no control acts on them) and count them toward the
+row's limit, which is raised to the prefix's length where shorter, so a
+prefix is never cut. The scores are those of the tokens after it: the
+search ranks what follows the prefix, not the prefix (see `beam_search`).
 The positions that every row of the batch has given are fed in one
 teacher-forced pass that fills the cache (`prefill`); a longer prefix goes
 on a token a step.
@@ -13,7 +14,6 @@ on a token a step.
 import numpy as np
 from keras import ops
 
-from keras_transformer.decoding.forced import log_probabilities_of
 from keras_transformer.decoding.loops import token_counts
 from keras_transformer.special_ids import PAD_ID
 
@@ -73,13 +73,9 @@ def prefill(model, given, length, cache, next_inputs):
             `cross_attention_cache`, `encoder_padding_mask`, `cache_update`.
 
     Returns:
-        `(cache, scores)`: the cache holding positions 0..s - 1, and
-        float32 (B,), the log-probabilities of columns 1..s.
+        The cache holding positions 0..s - 1.
     """
     if isinstance(length, int) and length == 0:
-        return cache, ops.zeros((ops.shape(given)[0],), "float32")
-    logits, cache = model.decode_step(
-        given[:, :length], cache, 0, **next_inputs
-    )  # (B, s, V)
-    scores = log_probabilities_of(logits, given[:, 1 : length + 1])  # (B, s)
-    return cache, ops.sum(scores, axis=1)
+        return cache
+    _, cache = model.decode_step(given[:, :length], cache, 0, **next_inputs)
+    return cache

@@ -131,3 +131,17 @@ SHORT_OR_LONG_TABLE = _table(
         [0.0, 0.0, 0.5, 0.25, 0.25],
     ]
 )
+
+# A costly prefix (B, B: .01 each), then the end (.6) or A and the end
+# (.4 * .9). Ranked on what follows the prefix, the end wins at alpha 1
+# (-.51 against -.90); with the prefix's -9.2 counted in, dividing by the
+# longer length would favour A, END (-6.84 against -7.29).
+COSTLY_PREFIX_TABLE = _table(
+    [
+        [0.2, 0.2, 0.2, 0.2, 0.2],  # after PAD
+        [0.0, 0.0, 0.0, 0.99, 0.01],  # after START
+        [0.9, 0.0, 0.0, 0.1, 0.0],  # after END
+        [0.0, 0.0, 0.9, 0.1, 0.0],  # after A
+        [0.0, 0.0, 0.6, 0.39, 0.01],  # after B
+    ]
+)

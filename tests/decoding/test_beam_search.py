@@ -9,6 +9,7 @@ from keras import ops
 from keras_transformer.decoding import beam_search, greedy_decode, length_penalty
 from keras_transformer.scorings import SCORINGS
 from tests.decoding.tables import (
+    COSTLY_PREFIX_TABLE,
     END,
     HAND_TABLE,
     SHORT_OR_LONG_TABLE,
@@ -96,6 +97,33 @@ def test_a_beam_wider_than_all_prefixes_equals_exhaustive_search(alpha):
         np.testing.assert_allclose(
             scores[item], [score for _, score in expected], rtol=1e-5
         )
+
+
+@pytest.mark.parametrize("scoring", SCORINGS)
+def test_a_prefix_is_given_not_ranked(scoring):
+    """The scores and the length penalty count the tokens after a prefix:
+    its cost does not push the search on past a likely end."""
+    ids, scores = beam_search(
+        bigram_next_fn(COSTLY_PREFIX_TABLE[None]),
+        start_ids=np.array([[START, B, B]]),
+        cache=np.array([0], "int32"),
+        max_length=6,
+        end_id=END,
+        beam_size=2,
+        alpha=1.0,
+        num_results=2,
+        scoring=scoring,
+    )
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(ids)[0, 0], padded([B, B, END], 6)
+    )
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(ids)[0, 1], padded([B, B, A, END], 6)
+    )
+    expected = [math.log(0.6), math.log(0.39 * 0.9) / 2.0]  # n ** 1 for "transformers"
+    if scoring == "gnmt":
+        expected[1] = math.log(0.39 * 0.9) / length_penalty(2.0, 1.0)
+    np.testing.assert_allclose(ops.convert_to_numpy(scores)[0], expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
