@@ -61,6 +61,7 @@ class ControlledTranslation:
             most `max_length - 1` pieces are forced: a longer prefix is cut
             there, reported by the output `prefix_cut`. It counts toward
             the length limit, which is raised to its length where shorter.
+            The score is that of the pieces after it (`decode`'s).
         repetition_penalty: CTRL's, > 0 (1: none), as CTranslate2's
             `repetition_penalty`.
         no_repeat_ngram_size: no n-gram of this size repeats, 0 (none) to
