@@ -3,7 +3,6 @@
 import math
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_transformer.layers.attention_cache import (
@@ -11,13 +10,14 @@ from keras_transformer.layers.attention_cache import (
     update_cache,
     updated_cache_shape,
 )
+from keras_transformer.layers.fused_key_value import FusedKeyValue
 from keras_transformer.layers.masks import mask_fill_value, merge_masks
 from keras_transformer.layers.output_specs import symbolic_outputs
 from keras_transformer.layers.shapes import static_length
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class MultiHeadAttention(keras.layers.Layer):
+class MultiHeadAttention(FusedKeyValue, keras.layers.Layer):
     """Multi-head attention, section 3.2 of "Attention Is All You Need".
 
     Each of `num_heads` heads projects queries, keys and values to
@@ -338,75 +338,6 @@ class MultiHeadAttention(keras.layers.Layer):
         length = static_length(queries)
         context = ops.reshape(context, (-1, length, self.num_heads * self.value_dim))
         return context, probabilities
-
-    def split_key_value(self):
-        """The fused `key_value` projection as separate key and value weights.
-
-        The layout of the fused kernel has its owner here: the Marian
-        import, the CTranslate2 export and the tests go through this method
-        and `fuse_key_value`.
-
-        Returns:
-            `((key_kernel, key_bias), (value_kernel, value_bias))`, NumPy
-            arrays (D_v, h * key_dim), (h * key_dim,), (D_v, h * value_dim)
-            and (h * value_dim,), the heads side by side as separate `Dense`
-            layers (or PyTorch's transposed `k_proj`, `v_proj`) hold them;
-            the biases are None without `use_bias`.
-
-        Example:
-
-        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
-        >>> _ = layer(np.zeros((1, 3, 8)))
-        >>> (key_kernel, _), (value_kernel, _) = layer.split_key_value()
-        >>> key_kernel.shape, value_kernel.shape
-        ((8, 8), (8, 8))
-        """
-        kernel = np.asarray(ops.convert_to_numpy(self.key_value_dense.kernel))
-        width = kernel.shape[0]
-        kernel = kernel.reshape(width, self.num_heads, -1)  # (D, h, K + V)
-        keys = kernel[..., : self.key_dim].reshape(width, -1)  # (D, h * K)
-        values = kernel[..., self.key_dim :].reshape(width, -1)  # (D, h * V)
-        key_bias = value_bias = None
-        if self.use_bias:
-            bias = ops.convert_to_numpy(self.key_value_dense.bias)
-            bias = np.asarray(bias).reshape(self.num_heads, -1)  # (h, K + V)
-            key_bias = bias[:, : self.key_dim].ravel()  # (h * K,)
-            value_bias = bias[:, self.key_dim :].ravel()  # (h * V,)
-        return (keys, key_bias), (values, value_bias)
-
-    def fuse_key_value(self, key_kernel, key_bias, value_kernel, value_bias):
-        """Sets the fused `key_value` projection from separate weights.
-
-        The inverse of `split_key_value`, whose shapes it takes (the
-        biases None without `use_bias`).
-
-        Example:
-
-        >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
-        >>> _ = layer(np.zeros((1, 3, 8)))
-        >>> keys, values = layer.split_key_value()
-        >>> layer.fuse_key_value(*keys, *values)
-        >>> bool(np.array_equal(layer.split_key_value()[0][0], keys[0]))
-        True
-        """
-        width = np.shape(key_kernel)[0]
-        kernel = np.concatenate(
-            [
-                np.reshape(key_kernel, (width, self.num_heads, self.key_dim)),
-                np.reshape(value_kernel, (width, self.num_heads, self.value_dim)),
-            ],
-            axis=-1,
-        )  # (D, h, K + V)
-        self.key_value_dense.kernel.assign(kernel.reshape(width, -1))
-        if self.use_bias:
-            bias = np.concatenate(
-                [
-                    np.reshape(key_bias, (self.num_heads, self.key_dim)),
-                    np.reshape(value_bias, (self.num_heads, self.value_dim)),
-                ],
-                axis=-1,
-            )  # (h, K + V)
-            self.key_value_dense.bias.assign(bias.ravel())
 
     def get_config(self):
         config = super().get_config()
