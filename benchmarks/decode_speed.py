@@ -26,6 +26,11 @@ no model can produce, -1, and every limit equals `--new-tokens`):
   same number of tokens (`min_decoding_length`); its sources are one id
   shorter, since CTranslate2 appends the end token. `ratios` then compares
   our signature with each engine at its best thread count;
+- `--prefix`: ours with the first half of every output given as a prefix
+  (`decode(prefix=...)`, one token repeated), in a `tf.function` and with
+  XLA (`ours_prefix_half`, `ours_prefix_half_xla`): the same number of
+  tokens out, half of them fed in one teacher-forced pass that fills the
+  cache; `ratios` compares each with the same variant without a prefix;
 - `--jax`: ours on the JAX backend, `decode` under `jax.jit` with the same
   weights (`jax_jit`), timed by `decode_speed_jax.py` in a subprocess after
   the TensorFlow rows (not interleaved with them, and at JAX's own threads
@@ -69,6 +74,7 @@ from keras_transformer.special_ids import START_ID
 from keras_transformer.training.saved_layout import load_weights
 
 NEVER_ID = -1  # an end id no model produces, so every step runs
+PREFIX_ID = 5  # the token of `--prefix`'s prefixes
 SEARCHES = {"greedy": 1, "beam_4": 4}
 
 FULL = dict(
@@ -164,6 +170,32 @@ def ours_variants(model, beam_size, new_tokens, saved_model_dir=None, decode_fn=
         served = tf.saved_model.load(path).signatures["ids"]
         variants["ours_saved_model"] = lambda ids: served(ids=ids)["ids"]
     return variants
+
+
+def prefix_variants(model, beam_size, new_tokens):
+    """Ours with the first half of each output given: `ours_variants`'
+    `ours_tf_function` and `ours_xla` with a prefix."""
+
+    def run(ids, **xla):
+        prefix = np.full((ids.shape[0], new_tokens // 2), PREFIX_ID, "int32")
+        output_ids, _ = decode(
+            model,
+            ids,
+            start_id=START_ID,
+            end_id=NEVER_ID,
+            beam_size=beam_size,
+            extra_length=new_tokens,
+            max_length=new_tokens,
+            prefix=prefix,
+            **xla,
+        )
+        return output_ids[:, 0]  # (B, N)
+
+    xla = functools.partial(run, fixed_cache=True)
+    return {
+        "ours_prefix_half": tf.function(run),
+        "ours_prefix_half_xla": tf.function(xla, jit_compile=True),
+    }
 
 
 def hub_variants(model, beam_size, new_tokens):
@@ -358,6 +390,8 @@ def ratios_and_targets(results):
         ("ours_tf_function", "tutorial_no_cache"),
         ("jax_jit", "ours_signature"),
         ("jax_jit", "ours_xla"),
+        ("ours_prefix_half", "ours_tf_function"),
+        ("ours_prefix_half_xla", "ours_xla"),
     ]
     ratios, targets = {}, []
     for search, by_batch in results.items():
@@ -442,6 +476,11 @@ def parse_args(argv=None):
         "baseline_tf_function, baseline_xla and baseline_signature: an A/B of a change",
     )
     parser.add_argument(
+        "--prefix",
+        action="store_true",
+        help="also time ours with half of each output given as a prefix",
+    )
+    parser.add_argument(
         "--jax",
         action="store_true",
         help="also time ours on the JAX backend under jax.jit, with the same "
@@ -515,6 +554,8 @@ def main(argv=None):
                     ).items()
                     if name in ("ours_tf_function", "ours_xla", "ours_signature")
                 )
+            if args.prefix:
+                variants.update(prefix_variants(ours, beam_size, new_tokens))
             if beam_size == 1:
                 variants.update(tutorial_variant(ours, new_tokens))
             if args.ctranslate2:

@@ -35,7 +35,8 @@ def assert_positive(value):
 @pytest.mark.slow
 def test_decode_speed_quick_run():
     result = run_benchmark(
-        "decode_speed.py", "--quick", "--batch-size", "1", "--search", "greedy"
+        "decode_speed.py",
+        *("--quick", "--batch-size", "1", "--search", "greedy", "--prefix"),
     )
     assert result["benchmark"] == "decode_speed"
     variants = result["results"]["greedy"]["batch_1"]
@@ -46,6 +47,8 @@ def test_decode_speed_quick_run():
         "keras_hub",
         "keras_hub_xla",
         "tutorial_no_cache",
+        "ours_prefix_half",
+        "ours_prefix_half_xla",
     }
     assert set(variants) == expected
     for timing in variants.values():
@@ -54,7 +57,12 @@ def test_decode_speed_quick_run():
     for count in result["ops_per_step"]["greedy"].values():
         assert_positive(count)
     ratios = result["ratios"]["greedy"]["batch_1"]
-    for key in ("ours_xla/keras_hub_xla", "ours_signature/keras_hub"):
+    for key in (
+        "ours_xla/keras_hub_xla",
+        "ours_signature/keras_hub",
+        "ours_prefix_half/ours_tf_function",
+        "ours_prefix_half_xla/ours_xla",
+    ):
         assert_positive(ratios[key])
     assert {target["name"] for target in result["targets"]} == {
         "greedy batch_1: ours_xla/keras_hub_xla",
