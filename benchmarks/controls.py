@@ -22,7 +22,11 @@ row translates the whole set with the export's beam search
   Pieces are the outputs re-encoded with the export's SentencePiece
   model, which may segment a little differently from the search: the
   counts are checks of the outputs as a reader sees them.
-- seconds of each row (wall), beside the plain row.
+- seconds of each row (wall), beside the plain row, and the words of its
+  outputs: a row whose outputs are longer takes longer.
+
+`--before OLD_EXPORT` measures an older export of the same model the same
+way after it, in the same run, under "before".
 
 Prints one JSON object on stdout.
 """
@@ -89,6 +93,7 @@ def measure(path, texts, references, batch_size):
     plain, plain_seconds = translate_all(engine, texts, batch_size)
     pieces = [tokenizer.encode(text, out_type=str) for text in plain]
     rows = {"plain": {"seconds": round(plain_seconds, 2), **scores(plain, references)}}
+    rows["plain"]["words"] = words(plain)
     for name, typed in prefixes(references).items():
         outputs, seconds = translate_all(engine, texts, batch_size, typed)
         verbatim = sum(o.startswith(p) for o, p in zip(outputs, typed, strict=True))
@@ -96,6 +101,7 @@ def measure(path, texts, references, batch_size):
             "seconds": round(seconds, 2),
             "begin_with_prefix": round(verbatim / len(texts), 4),
             **scores(outputs, references),
+            "words": words(outputs),
         }
         if name == "whole_reference":
             equal = sum(o == r for o, r in zip(outputs, references, strict=True))
@@ -127,6 +133,11 @@ def measure(path, texts, references, batch_size):
             **scores(outputs, references),
         }
     return rows
+
+
+def words(translations):
+    """The words of `translations`, all told."""
+    return sum(len(translation.split()) for translation in translations)
 
 
 def scores(translations, references):
@@ -162,6 +173,7 @@ def test_set(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_test_set_arguments(parser)
+    parser.add_argument("--before", metavar="OLD_EXPORT", help="also measure this")
     args = parser.parse_args(argv)
     texts, references = test_set(args)
     rows = measure(args.export, texts, references, args.batch_size)
@@ -172,6 +184,11 @@ def main(argv=None):
         "cpu_count": os.cpu_count(),
         "rows": rows,
     }
+    if args.before:
+        result["before"] = {
+            "export": os.path.abspath(args.before),
+            "rows": measure(args.before, texts, references, args.batch_size),
+        }
     print(json.dumps(result, indent=2))
 
 

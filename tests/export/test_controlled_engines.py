@@ -256,13 +256,24 @@ def test_translate_lines_counts_cut_prefixes_on_stderr(exported, texts, capsys):
 def test_the_controls_benchmark_reports_its_rows(exported, held_out, tmp_path, capsys):
     benchmark = benchmark_module("controls")
     texts, references = tmp_path / "texts", tmp_path / "references"
-    texts.write_text("".join(source + "\n" for source, _ in held_out[:12]))
-    references.write_text("".join(target + "\n" for _, target in held_out[:12]))
-    benchmark.main([exported, "--texts", str(texts), "--references", str(references)])
-    rows = json.loads(capsys.readouterr().out)["rows"]
+    texts.write_text("".join(source + "\n" for source, _ in held_out[:8]))
+    references.write_text("".join(target + "\n" for _, target in held_out[:8]))
+    files = ["--texts", str(texts), "--references", str(references)]
+    benchmark.main([exported, *files, "--before", exported])
+    result = json.loads(capsys.readouterr().out)
+    rows = result["rows"]
     for name in ("first_1_words", "first_3_words_last_cut_in_half", "whole_reference"):
         assert rows[name]["begin_with_prefix"] == 1.0
-    assert rows["whole_reference"]["bleu"] >= rows["plain"]["bleu"]
+    assert rows["whole_reference"]["equal_to_reference"] == 1.0
+    assert rows["whole_reference"]["words"] == sum(
+        len(r.split()) for _, r in held_out[:8]
+    )
+
+    def untimed(rows):
+        return {name: {**row, "seconds": None} for name, row in rows.items()}
+
+    # The same export, measured again: the same outputs.
+    assert untimed(result["before"]["rows"]) == untimed(rows)
     for name in ("no_repeat_ngram_size_2", "min_length_12", "disable_unk"):
         assert rows[name]["outputs_failing_the_check"]["with"] == 0, name
 
