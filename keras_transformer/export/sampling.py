@@ -11,12 +11,13 @@ MIN_TEMPERATURE = 1e-3
 
 
 class TopKOrTopP(keras_hub.samplers.Sampler):
-    """keras-hub's `TopKSampler` where `k` > 0, else its `TopPSampler`.
+    """keras-hub's `TopKSampler` (`top_k`) where its `k` > 0, else its
+    `TopPSampler` (`top_p`).
 
     One sampler for both settings, chosen at each step by a `tf.cond`: a
     signature traces one sampling loop, not one per sampler. Each draw is
     the chosen sampler's own (its seed state advances, the other's stays).
-    The settings are attributes read when called: `k`, `p` and
+    The settings are attributes read when called: `top_k.k`, `top_p.p` and
     `temperature` may be tensors of the signature being traced.
     """
 
@@ -24,12 +25,10 @@ class TopKOrTopP(keras_hub.samplers.Sampler):
         super().__init__()
         self.top_k = keras_hub.samplers.TopKSampler(k=1)
         self.top_p = keras_hub.samplers.TopPSampler(p=1.0)
-        self.k, self.p = 1, 1.0
 
     def get_next_token(self, probabilities):
-        self.top_k.k, self.top_p.p = self.k, self.p
         return tf.cond(
-            self.k > 0,
+            self.top_k.k > 0,
             lambda: self.top_k.get_next_token(probabilities),
             lambda: self.top_p.get_next_token(probabilities),
         )  # (B,)
@@ -79,7 +78,7 @@ class Sampling:
             state.assign(tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)]))
         vocab_size = self.model.config.output_vocab_size
         self._sampler.temperature = tf.maximum(temperature, MIN_TEMPERATURE)
-        self._sampler.k = tf.minimum(top_k, vocab_size)
-        self._sampler.p = tf.clip_by_value(top_p, 1e-6, 1.0)
+        self._sampler.top_k.k = tf.minimum(top_k, vocab_size)
+        self._sampler.top_p.p = tf.clip_by_value(top_p, 1e-6, 1.0)
         ids, scores = self._search(source_ids, 1, 0.0, sampler=self._sampler, **options)
         return ids[:, 0], scores[:, 0]  # (B, L), (B,)
