@@ -30,6 +30,7 @@ import keras_hub
 import numpy as np
 
 import keras_transformer as kt
+from keras_transformer.special_ids import START_ID
 from keras_transformer.training.precision import linux_cpu_fields
 
 # The hyper-parameters that give a model its shape, the same for every model
@@ -299,6 +300,20 @@ class HubTransformer(keras.Model):
             new_cross_caches.append(cross_cache)
         logits = keras.ops.cast(self.head(x), "float32")
         return logits, tuple(new_self_caches), tuple(new_cross_caches)
+
+
+NEVER_ID = -1  # an end id no model produces, so every step runs
+
+
+def forced_length(new_tokens):
+    """`decode`'s arguments that make every output exactly `new_tokens`
+    tokens long: the end id `NEVER_ID`, and limits of `new_tokens`."""
+    return dict(
+        start_id=START_ID,
+        end_id=NEVER_ID,
+        extra_length=new_tokens,
+        max_length=new_tokens,
+    )
 
 
 def hub_generate(model, sampler, source_ids, new_tokens, start_id=1):

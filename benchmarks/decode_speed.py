@@ -73,7 +73,6 @@ from keras_transformer.decoding import decode
 from keras_transformer.special_ids import START_ID
 from keras_transformer.training.saved_layout import load_weights
 
-NEVER_ID = -1  # an end id no model produces, so every step runs
 PREFIX_ID = 5  # the token of `--prefix`'s prefixes
 SEARCHES = {"greedy": 1, "beam_4": 4}
 
@@ -109,7 +108,7 @@ class SignatureDecoder(tf.Module):
     """`decode` behind a `[None, None]` int32 signature, like `translate_ids`.
 
     `Translator.translate_ids` with its beam size, except that the end id is
-    `NEVER_ID` (the Translator's is fixed by its tokenizer) so that every
+    `common.NEVER_ID` (the Translator's is fixed by its tokenizer) so that every
     step runs.
     """
 
@@ -125,11 +124,8 @@ class SignatureDecoder(tf.Module):
         output_ids, scores = self.decode_fn(
             self.model,
             ids,
-            start_id=START_ID,
-            end_id=NEVER_ID,
             beam_size=self.beam_size,
-            extra_length=self.new_tokens,
-            max_length=self.new_tokens,
+            **common.forced_length(self.new_tokens),
         )
         return {"ids": output_ids[:, 0], "score": scores[:, 0]}
 
@@ -139,14 +135,7 @@ def ours_variants(model, beam_size, new_tokens, saved_model_dir=None, decode_fn=
 
     def run(ids, **xla):
         output_ids, _ = decode_fn(
-            model,
-            ids,
-            start_id=START_ID,
-            end_id=NEVER_ID,
-            beam_size=beam_size,
-            extra_length=new_tokens,
-            max_length=new_tokens,
-            **xla,
+            model, ids, beam_size=beam_size, **common.forced_length(new_tokens), **xla
         )
         return output_ids[:, 0]  # (B, N)
 
@@ -181,12 +170,9 @@ def prefix_variants(model, beam_size, new_tokens):
         output_ids, _ = decode(
             model,
             ids,
-            start_id=START_ID,
-            end_id=NEVER_ID,
             beam_size=beam_size,
-            extra_length=new_tokens,
-            max_length=new_tokens,
             prefix=prefix,
+            **common.forced_length(new_tokens),
             **xla,
         )
         return output_ids[:, 0]  # (B, N)

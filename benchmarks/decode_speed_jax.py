@@ -58,9 +58,7 @@ import numpy as np
 
 import keras_transformer.models as ktm
 from keras_transformer.decoding import decode
-from keras_transformer.special_ids import START_ID
 
-NEVER_ID = -1  # an end id no model produces, so every step runs
 SEARCHES = {"greedy": 1, "beam_4": 4}
 CONFIGS = {
     "small": common.preset_shape("small", 8000),  # decode_speed.py's shape
@@ -92,13 +90,7 @@ def jitted_decode(model, beam_size, new_tokens):
         mapping = list(zip(variables, values, strict=True))
         with keras.StatelessScope(state_mapping=mapping):
             output_ids, _ = decode(
-                model,
-                ids,
-                start_id=START_ID,
-                end_id=NEVER_ID,
-                beam_size=beam_size,
-                extra_length=new_tokens,
-                max_length=new_tokens,
+                model, ids, beam_size=beam_size, **common.forced_length(new_tokens)
             )
         return output_ids  # (B, 1, N)
 
