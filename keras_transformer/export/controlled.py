@@ -38,6 +38,7 @@ from keras_transformer.export.specs import (
     ROW_CONTROLS,
     SAMPLING,
     beam_settings,
+    traced,
 )
 from keras_transformer.export.text_prefix import TypedPrefix
 from keras_transformer.special_ids import UNKNOWN_ID
@@ -94,7 +95,7 @@ class ControlledTranslation:
     names it. A text without pieces translates to its prefix, score 0.
     """
 
-    @tf.function(input_signature=ROW_CONTROLS)
+    @traced(*ROW_CONTROLS)
     def controlled(
         self,
         text,
@@ -119,7 +120,7 @@ class ControlledTranslation:
             self._controlled_texts(text, rows, beam_size, tf.constant(self.alpha))
         )
 
-    @tf.function(input_signature=[*ROW_CONTROLS, BEAM_SIZE, ALPHA])
+    @traced(*ROW_CONTROLS, BEAM_SIZE, ALPHA)
     def controlled_beam(
         self,
         text,
@@ -148,7 +149,7 @@ class ControlledTranslation:
             self._controlled_texts(text, rows, *beam_settings(beam_size, alpha))
         )
 
-    @tf.function(input_signature=[*ROW_CONTROLS, BEAM_SIZE, ALPHA])
+    @traced(*ROW_CONTROLS, BEAM_SIZE, ALPHA)
     def controlled_nbest(
         self,
         text,
@@ -180,7 +181,7 @@ class ControlledTranslation:
             vocab_size = self.model.config.output_vocab_size
             return TypedPrefix(self.tokenizer, vocab_size, self.max_length - 1)
 
-    @tf.function(input_signature=[*ROW_CONTROLS, *SAMPLING])
+    @traced(*ROW_CONTROLS, *SAMPLING)
     def controlled_sample(
         self,
         text,
@@ -274,22 +275,20 @@ class ControlledTranslation:
             "required_met": tf.reduce_all(phrases_found(ids, required), axis=-1),
         }
 
-    @tf.function(
-        input_signature=[
-            IDS,
-            IDS,
-            _ROWS,
-            tf.TensorSpec([None, None], tf.bool),
-            tf.TensorSpec([None], tf.float32),
-            _ROWS,
-            _ROWS,
-            _PHRASES,
-            tf.TensorSpec([None], tf.bool),
-            _PHRASES,
-            BEAM_SIZE,
-            ALPHA,
-            NUM_RESULTS,
-        ]
+    @traced(
+        IDS,
+        IDS,
+        _ROWS,
+        tf.TensorSpec([None, None], tf.bool),
+        tf.TensorSpec([None], tf.float32),
+        _ROWS,
+        _ROWS,
+        _PHRASES,
+        tf.TensorSpec([None], tf.bool),
+        _PHRASES,
+        BEAM_SIZE,
+        ALPHA,
+        NUM_RESULTS,
     )
     def _controlled_search(
         self,

@@ -5,7 +5,7 @@
 import keras_hub
 import tensorflow as tf
 
-from keras_transformer.export.specs import SAMPLING, TEXT
+from keras_transformer.export.specs import SAMPLING, TEXT, traced
 
 MIN_TEMPERATURE = 1e-3
 
@@ -51,7 +51,7 @@ class Sampling:
             for sampler in (self._sampler.top_k, self._sampler.top_p)
         ]
 
-    @tf.function(input_signature=[TEXT, *SAMPLING])
+    @traced(TEXT, *SAMPLING)
     def sample(self, text, top_k, top_p, temperature, seed):
         """One translation per text, each token drawn by a keras-hub sampler.
 

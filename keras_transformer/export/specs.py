@@ -35,6 +35,26 @@ ROW_CONTROLS = [
 ]
 
 
+def traced(*inputs):
+    """`tf.function` traced once for the `inputs` specs, without AutoGraph.
+
+    Every loop and branch of decoding is `keras.ops` or `tf.cond` control
+    flow already; AutoGraph's conversion of each function a signature calls
+    was a third of a fresh export's time (28 s against 18 s for a tiny
+    model), and a Python `if` or `for` over a tensor fails the trace
+    instead of being converted.
+
+    Example:
+
+    >>> @traced(TEXT)
+    ... def length(text):
+    ...     return tf.strings.length(text)
+    >>> length(tf.constant(["abc"])).numpy()
+    array([3], dtype=int32)
+    """
+    return tf.function(input_signature=list(inputs), autograph=False)
+
+
 def beam_settings(beam_size, alpha):
     """A signature's beam size clipped to [1, `MAX_BEAM_SIZE`] and its alpha
     to >= 0."""

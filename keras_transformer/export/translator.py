@@ -21,6 +21,7 @@ from keras_transformer.export.specs import (
     NUM_RESULTS,
     TEXT,
     beam_settings,
+    traced,
 )
 from keras_transformer.export.spellings import PhraseSpellings
 from keras_transformer.scorings import check_scoring
@@ -157,7 +158,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             **options,
         )
 
-    @tf.function(input_signature=[IDS, BEAM_SIZE, ALPHA, NUM_RESULTS])
+    @traced(IDS, BEAM_SIZE, ALPHA, NUM_RESULTS)
     def _beam_search(self, source_ids, beam_size, alpha, num_results):
         """The beam search that every beam-searching method calls: traced
         once, an export holds (and a load imports) one copy of its loop."""
@@ -183,7 +184,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             "score": tf.where(nonempty, scores, 0.0),
         }
 
-    @tf.function(input_signature=[TEXT])
+    @traced(TEXT)
     def translate(self, text):
         """Beam search with the default beam size and alpha.
 
@@ -192,12 +193,12 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
         """
         return self._translate_text(text, self.beam_size, self.alpha)
 
-    @tf.function(input_signature=[TEXT])
+    @traced(TEXT)
     def greedy(self, text):
         """Greedy decoding. Returns {"translation", "score"} (score: log-prob)."""
         return self._translate_text(text, 1, 0.0)
 
-    @tf.function(input_signature=[TEXT, BEAM_SIZE, ALPHA])
+    @traced(TEXT, BEAM_SIZE, ALPHA)
     def beam(self, text, beam_size, alpha):
         """Beam search of a chosen width and length-penalty exponent.
 
@@ -209,7 +210,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
         """
         return self._translate_text(text, *beam_settings(beam_size, alpha))
 
-    @tf.function(input_signature=[TEXT, BEAM_SIZE, ALPHA])
+    @traced(TEXT, BEAM_SIZE, ALPHA)
     def nbest(self, text, beam_size, alpha):
         """Every finished hypothesis of a beam search, best first.
 
@@ -235,11 +236,9 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             "scores": tf.where(nonempty, scores, 0.0),
         }
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="source"),
-            tf.TensorSpec([None], tf.string, name="target"),
-        ]
+    @traced(
+        tf.TensorSpec([None], tf.string, name="source"),
+        tf.TensorSpec([None], tf.string, name="target"),
     )
     def score(self, source, target):
         """The log-probability of each target given its source (forced decoding).
@@ -282,7 +281,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             "per_token": scores / tf.cast(tokens, tf.float32),
         }
 
-    @tf.function(input_signature=[IDS])
+    @traced(IDS)
     def translate_ids(self, ids):
         """Token ids in (B, S), 0 for padding -> beam-search ids out (B, L).
 
@@ -293,7 +292,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
         output_ids, scores = self._decode(ids, self.beam_size, self.alpha)
         return {"ids": output_ids, "score": scores}
 
-    @tf.function(input_signature=[TEXT])
+    @traced(TEXT)
     def attention(self, text):
         """The default translation with the cross-attention that produced it.
 
