@@ -316,7 +316,7 @@ def forced_length(new_tokens):
     )
 
 
-def hub_generate(model, sampler, source_ids, new_tokens, start_id=1):
+def hub_generate(model, sampler, source_ids, new_tokens, start_id=START_ID):
     """Decodes `new_tokens` tokens per source with a keras-hub sampler.
 
     The pattern of keras-hub's `Seq2SeqLM.generate_step`: the encoder runs
