@@ -1,8 +1,8 @@
 """The inputs of the `Translator`'s serving signatures, in one place.
 
 A signature's inputs are what TF Serving's clients send: their names, types
-and shapes are this module's specs, and the clipping of the beam settings
-is `beam_settings`.
+and shapes are this module's specs, the clipping of the beam settings
+is `beam_settings`, and how every signature is traced is `traced`.
 """
 
 import tensorflow as tf
