@@ -65,9 +65,10 @@ def run(config, log=print):
 
 
 def _run(config, strategy, folders, started, log):
-    corpus = load_splits(config.data, config.training.seed, log)  # bad data: here
+    # One-line errors before the run folder is used, the cheap checks first:
     config, source = settle_init_from(config)  # a bad --init-from
-    config = settle_vocabulary(config, folders.run)  # and a bad --vocab
+    config = settle_vocabulary(config, folders.run)  # a bad --vocab
+    corpus = load_splits(config.data, config.training.seed, log)  # bad data
     finished = settle_previous_run(folders.run, config, log)
     if finished is not None:
         return finished
