@@ -12,8 +12,11 @@ Your own files are loaded by `keras_transformer.data.parallel_files`, with the
 same result.
 """
 
+import contextlib
+import os
 import re
 
+import filelock
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
@@ -193,6 +196,23 @@ def _prepare(builder, download):
         ) from error
 
 
+@contextlib.contextmanager
+def _one_preparer(builder):
+    """Holds a lock file beside `builder`'s version folder, so that of the
+    processes that start on an unprepared corpus at once (two runs, the
+    workers of a host), one prepares it and the others wait, then read it:
+    TFDS alone lets each prepare it, and the later ones fail to rename
+    theirs into place. Data in a bucket (`gs://`) is not locked."""
+    version_folder = os.fspath(builder.data_dir)
+    if "://" in version_folder:
+        yield
+        return
+    parent, version = os.path.split(version_folder)
+    os.makedirs(parent, exist_ok=True)
+    with filelock.FileLock(os.path.join(parent, f".{version}.lock")):
+        yield
+
+
 def load_translation_corpus(
     name,
     source=None,
@@ -206,7 +226,8 @@ def load_translation_corpus(
 
     The dataset is prepared in `data_dir` on first use, which downloads it
     from the internet (`download=True`), except `"ding"`, which is built
-    offline in seconds from the installed `trans-de-en` package.
+    offline in seconds from the installed `trans-de-en` package. Processes
+    that start on it at once prepare it once: the others wait for it.
 
     Args:
         name: `"ding"` (German-English, offline), or a TFDS translation
@@ -246,7 +267,11 @@ def load_translation_corpus(
     'string'
     """
     builder, source, target = _resolve(name, source, target, data_dir)
-    _prepare(builder, download)
+    if not builder.is_prepared():
+        with _one_preparer(builder):
+            # Another process may have prepared it while this one waited.
+            builder = _make_builder(name, source, target, data_dir)
+            _prepare(builder, download)
     corpus = {}
     shuffled = shuffle_seed is not None and not builder.info.disable_shuffling
     read_config = tfds.ReadConfig(shuffle_seed=shuffle_seed) if shuffled else None

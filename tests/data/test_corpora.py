@@ -1,6 +1,7 @@
 """Loading corpora by name (TFDS and Ding); nothing is downloaded."""
 
 import tempfile
+from concurrent import futures
 
 import pytest
 import tensorflow_datasets as tfds
@@ -99,3 +100,21 @@ def test_loading_leaves_no_folders_in_the_temp_dir(tmp_path, monkeypatch):
     with pytest.raises(corpora.CorpusNotFoundError):
         corpora.load_translation_corpus(WMT, data_dir=data_dir, download=False)
     assert [path.name for path in temp.iterdir() if path.is_dir()] == []
+
+
+@pytest.mark.slow
+def test_loaders_that_start_at_once_prepare_the_corpus_once(tmp_path):
+    """Two loads of an unprepared corpus at once (two runs, the workers of a
+    host): the second waits for the first's data instead of failing to
+    rename its own into place."""
+    data_dir = str(tmp_path / "tfds")
+
+    def load(_):
+        corpus = corpora.load_translation_corpus("ding", data_dir=data_dir)
+        return as_pairs(corpus["test"])
+
+    with futures.ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(load, range(2))
+    assert first == second and len(first) > 0
+    versions = [path.name for path in (tmp_path / "tfds" / "ding_de_en").iterdir()]
+    assert sorted(versions) == [".1.1.0.lock", "1.1.0"]
