@@ -8,6 +8,7 @@ there, next to the workaround, and not somewhere downstream.
 
 import logging
 import tempfile
+import threading
 
 import tensorflow_datasets as tfds
 
@@ -21,7 +22,7 @@ def builder_leaving_no_temp_folder(name, data_dir=None):
     dataset's metadata from GCS) and never removes it. `tempfile.mkdtemp`
     makes it in `tempfile.tempdir` as it is when called; pointed at a
     temporary folder while the builder is made, the leftover goes with that
-    folder.
+    folder. One thread at a time swaps it.
 
     Args:
         name: the TFDS name, `"name/config"` or `"name"`.
@@ -33,12 +34,17 @@ def builder_leaving_no_temp_folder(name, data_dir=None):
     Raises:
         tfds.core.DatasetNotFoundError: no dataset has that name.
     """
-    with tempfile.TemporaryDirectory() as folder:
+    with _TEMPDIR_SWAP, tempfile.TemporaryDirectory() as folder:
         previous, tempfile.tempdir = tempfile.tempdir, folder
         try:
             return tfds.builder(name, data_dir=data_dir)
         finally:
             tempfile.tempdir = previous
+
+
+# One swap of `tempfile.tempdir` at a time: threads that swapped it at once
+# would restore one another's removed folders.
+_TEMPDIR_SWAP = threading.Lock()
 
 
 class LocalBuildMessages:
