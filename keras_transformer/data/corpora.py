@@ -170,10 +170,14 @@ def resolve_language_pair(name, source=None, target=None, data_dir=None):
     return _full_name(builder), source, target
 
 
-def _prepare(builder, download):
-    """Make sure `builder`'s data is in its data_dir, or say how to get it."""
+def _prepare(builder, download, remake):
+    """`builder` with its data in its data_dir, or say how to get it.
+
+    Returns `builder`, or `remake()` (a new builder) where another process
+    prepared the data while this one waited for it.
+    """
     if builder.is_prepared():
-        return
+        return builder
     is_ding = builder.name == tfds_ding.DingDeEn.name
     hint = (
         ""  # the error of a missing dictionary says what to install
@@ -187,13 +191,18 @@ def _prepare(builder, download):
         raise CorpusNotFoundError(
             f"{builder.info.full_name} is not prepared in {builder.data_dir}. " + hint
         )
-    try:
-        builder.download_and_prepare()
-    except Exception as error:  # network, manual-download and missing-file errors
-        raise CorpusNotFoundError(
-            f"Could not prepare {builder.info.full_name} in {builder.data_dir}: "
-            f"{type(error).__name__}: {error} {hint}".rstrip()
-        ) from error
+    with _one_preparer(builder):
+        builder = remake()
+        if builder.is_prepared():  # by the process this one waited for
+            return builder
+        try:
+            builder.download_and_prepare()
+        except Exception as error:  # network, manual-download, missing-file errors
+            raise CorpusNotFoundError(
+                f"Could not prepare {builder.info.full_name} in {builder.data_dir}: "
+                f"{type(error).__name__}: {error} {hint}".rstrip()
+            ) from error
+    return builder
 
 
 @contextlib.contextmanager
@@ -267,11 +276,9 @@ def load_translation_corpus(
     'string'
     """
     builder, source, target = _resolve(name, source, target, data_dir)
-    if not builder.is_prepared():
-        with _one_preparer(builder):
-            # Another process may have prepared it while this one waited.
-            builder = _make_builder(name, source, target, data_dir)
-            _prepare(builder, download)
+    builder = _prepare(
+        builder, download, lambda: _make_builder(name, source, target, data_dir)
+    )
     corpus = {}
     shuffled = shuffle_seed is not None and not builder.info.disable_shuffling
     read_config = tfds.ReadConfig(shuffle_seed=shuffle_seed) if shuffled else None

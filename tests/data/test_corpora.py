@@ -64,6 +64,7 @@ def test_unprepared_dataset_without_download_says_what_to_do(tmp_path):
         corpora.CorpusNotFoundError, match=f"tfds build {WMT} --data_dir"
     ):
         corpora.load_translation_corpus(WMT, data_dir=str(tmp_path), download=False)
+    assert list(tmp_path.iterdir()) == []  # no lock file, no folder
 
 
 def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
@@ -107,7 +108,7 @@ def test_loaders_that_start_at_once_prepare_the_corpus_once(tmp_path):
     """Two loads of an unprepared corpus at once (two runs, the workers of a
     host): the second waits for the first's data instead of failing to
     rename its own into place."""
-    data_dir = str(tmp_path / "tfds")
+    data_dir, temp = str(tmp_path / "tfds"), tempfile.gettempdir()
 
     def load(_):
         corpus = corpora.load_translation_corpus("ding", data_dir=data_dir)
@@ -116,5 +117,6 @@ def test_loaders_that_start_at_once_prepare_the_corpus_once(tmp_path):
     with futures.ThreadPoolExecutor(2) as pool:
         first, second = pool.map(load, range(2))
     assert first == second and len(first) > 0
+    assert tempfile.gettempdir() == temp  # each thread's swap undone
     versions = [path.name for path in (tmp_path / "tfds" / "ding_de_en").iterdir()]
     assert sorted(versions) == [".1.1.0.lock", "1.1.0"]
