@@ -192,9 +192,8 @@ def _prepare(builder, download, remake):
             f"{builder.info.full_name} is not prepared in {builder.data_dir}. " + hint
         )
     with _one_preparer(builder):
-        builder = remake()
         if builder.is_prepared():  # by the process this one waited for
-            return builder
+            return remake()  # a builder that reads what is now on disk
         try:
             builder.download_and_prepare()
         except Exception as error:  # network, manual-download, missing-file errors
