@@ -1,4 +1,5 @@
 from . import (
+    alignment,
     data,
     decoding,
     evaluation,
@@ -43,6 +44,7 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
     "TransformerSchedule",
+    "alignment",
     "beam_search",
     "build_transformer",
     "causal_mask",

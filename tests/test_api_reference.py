@@ -26,6 +26,7 @@ SUBPACKAGES = (
     "decoding",
     "data",
     "evaluation",
+    "alignment",
     "export",
     "plots",
     "marian",

@@ -106,7 +106,8 @@ def test_keras_files_give_the_same_logits_on_both_backends(tmp_path):
 
 
 # The tests that run again under JAX, in two passes that two workers share:
-# the layers and the model, and decoding, each with their doctests.
+# the layers and the model, and decoding and alignment, each with their
+# doctests.
 JAX_TESTS = {
     "layers_and_models": (
         "tests/layers",
@@ -114,7 +115,12 @@ JAX_TESTS = {
         "keras_transformer/layers",
         "keras_transformer/models",
     ),
-    "decoding": ("tests/decoding", "keras_transformer/decoding"),
+    "decoding": (
+        "tests/decoding",
+        "keras_transformer/decoding",
+        "tests/alignment",
+        "keras_transformer/alignment",
+    ),
 }
 
 

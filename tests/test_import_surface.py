@@ -17,6 +17,7 @@ from tests.fixtures.backends import run_python
 from tests.models.test_transformer import tiny_model
 
 SUBPACKAGES = (
+    "alignment",
     "data",
     "decoding",
     "evaluation",
@@ -30,7 +31,16 @@ SUBPACKAGES = (
 )
 BACKEND = keras.backend.backend()  # the fresh processes run under this one
 # The packages whose names an `__init__.pyi` lists.
-STUBBED = ("", ".data", ".evaluation", ".marian", ".models", ".recipe", ".training")
+STUBBED = (
+    "",
+    ".alignment",
+    ".data",
+    ".evaluation",
+    ".marian",
+    ".models",
+    ".recipe",
+    ".training",
+)
 
 
 TOUCH_EACH_SUBPACKAGE = f"""

@@ -3,6 +3,7 @@
     keras-transformer train [options]       # the translation job
     keras-transformer translate PATH TEXT   # translate with an export
     keras-transformer score PATH SRC TGT    # log-probabilities of translations
+    keras-transformer align PATH SRC TGT    # word alignments of translations
     keras-transformer export DIR --format F # export a run as SavedModel/CTranslate2
     keras-transformer average DIR OUTPUT    # average the last checkpoints
     keras-transformer evaluate DIR          # score a run on validation/test
@@ -26,7 +27,11 @@ from keras_transformer.cli.models import (
 )
 from keras_transformer.cli.pictures import add_attention_parser, add_plot_parser
 from keras_transformer.cli.train import add_train_parser
-from keras_transformer.cli.translate import add_score_parser, add_translate_parser
+from keras_transformer.cli.translate import (
+    add_align_parser,
+    add_score_parser,
+    add_translate_parser,
+)
 
 # Errors a user's input can cause: reported in one line, without a traceback
 # (ImportError: an optional dependency is missing).
@@ -50,6 +55,7 @@ def main(argv=None):
     add_train_parser(commands)
     add_translate_parser(commands)
     add_score_parser(commands)
+    add_align_parser(commands)
     add_export_parser(commands)
     add_average_parser(commands)
     add_evaluate_parser(commands)

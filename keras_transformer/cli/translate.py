@@ -1,4 +1,4 @@
-"""`translate` and `score`: using an export (SavedModel or CTranslate2).
+"""`translate`, `score` and `align`: using an export (SavedModel or CTranslate2).
 
 The export functions name their arguments in their errors (`n_best`,
 `beam_size`); `translate` reports them as its flags (`--n-best`,
@@ -330,7 +330,8 @@ def _count_lines(file):
 
 
 def add_score_parser(commands):
-    parser = commands.add_parser(
+    _add_pairs_parser(
+        commands,
         "score",
         help="log-probabilities of given translations (forced decoding)",
         description="Writes, for each pair of lines of SOURCES and TARGETS, the "
@@ -338,7 +339,28 @@ def add_score_parser(commands):
         "sum<TAB>per_token (per_token: over the target's pieces and end token; "
         "the sum is the score greedy decoding, and beam search at alpha 0, "
         "gives that translation).",
+        run=score,
     )
+
+
+def add_align_parser(commands):
+    _add_pairs_parser(
+        commands,
+        "align",
+        help="word alignments of given translations (forced decoding)",
+        description="Writes, for each pair of lines of SOURCES and TARGETS, "
+        "which source words each target word came from, as a Pharaoh line: "
+        "space-separated links i-j, source word i to target word j, counted "
+        "from 0 among the words between spaces (SavedModel exports; read from "
+        "the layer and heads of the model's alignment_layer and "
+        "alignment_heads).",
+        run=align,
+    )
+
+
+def _add_pairs_parser(commands, name, run, **texts):
+    """A command over the pairs of lines of two files, as `score` and `align`."""
+    parser = commands.add_parser(name, **texts)
     parser.add_argument(
         "saved_model",
         metavar="EXPORT",
@@ -349,17 +371,27 @@ def add_score_parser(commands):
     parser.add_argument(
         "--batch-size", type=int, default=32, help="pairs per call (default: 32)"
     )
-    parser.set_defaults(run=score)
+    parser.set_defaults(run=run)
 
 
 @_reporting_flags
 def score(args):
     from keras_transformer.export.hypotheses import score_lines
 
+    _write_pairs(score_lines, args)
+
+
+@_reporting_flags
+def align(args):
+    from keras_transformer.export.hypotheses import align_lines
+
+    _write_pairs(align_lines, args)
+
+
+def _write_pairs(write, args):
+    """`write` (`score_lines`, `align_lines`) of the two files of `args`."""
     if args.batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {args.batch_size}.")
     with open(args.sources, "rb") as sources, open(args.targets, "rb") as targets:
         total = _count_lines(sources)
-        score_lines(
-            args.saved_model, sources, targets, sys.stdout, args.batch_size, total
-        )
+        write(args.saved_model, sources, targets, sys.stdout, args.batch_size, total)

@@ -325,6 +325,14 @@ class SavedModelEngine:
             )
         )
 
+    def align(self, sources, targets):
+        """Per pair, its word alignment as a Pharaoh line: the `align` signature."""
+        outputs = self.signature("align")(
+            source=tf.constant(sources, tf.string, shape=[len(sources)]),
+            target=tf.constant(targets, tf.string, shape=[len(targets)]),
+        )
+        return _strings(outputs["alignment"])
+
     def source_limit(self):
         """The SentencePiece processor of the sources and the most source
         pieces the model reads."""

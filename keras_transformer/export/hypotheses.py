@@ -3,7 +3,8 @@
 `translate --n-best K` writes `index<TAB>score<TAB>hypothesis` lines, K per
 input line (index: the 0-based input line number), best first, as Marian
 and fairseq do; `translate --sampling` writes one drawn translation per
-line; `score` writes `sum<TAB>per_token` log-probabilities per pair. Both
+line; `score` writes `sum<TAB>per_token` log-probabilities per pair, and
+`align` a Pharaoh line of word alignments per pair (SavedModels only). Both
 kinds of export answer: a SavedModel through its `nbest`, `sample`
 (keras-hub's samplers) and `score` signatures, a CTranslate2 model through
 `num_hypotheses`, `return_scores`, `sampling_topk`/`sampling_topp` and
@@ -197,19 +198,53 @@ def score_lines(path, sources, targets, output, batch_size=32, total=None):
     Raises:
         ValueError: `sources` and `targets` have different numbers of lines.
     """
-    score = score_function(path)
+    write_pairs(
+        score_function(path),
+        lambda result: f"{result[0]:.6f}\t{result[0] / result[1]:.6f}",
+        sources,
+        targets,
+        output,
+        batch_size,
+        total,
+    )
+
+
+def align_lines(path, sources, targets, output, batch_size=32, total=None):
+    """Writes each pair of lines' (bytes) word alignment as a Pharaoh line
+    into `output`: the `align` signature of a SavedModel export.
+
+    Raises:
+        ValueError: `sources` and `targets` have different numbers of lines,
+            or the export has no `align` signature (a CTranslate2 one, or
+            a SavedModel exported before alignments).
+    """
+    engine = open_export(path)
+    if not hasattr(engine, "align"):
+        raise ValueError(
+            f"{path} is a CTranslate2 export; word alignments need a SavedModel "
+            "export (keras-transformer export DIR --format saved_model)."
+        )
+    write_pairs(engine.align, str, sources, targets, output, batch_size, total)
+
+
+def write_pairs(function, line, sources, targets, output, batch_size, total):
+    """Writes `line(result)` for each pair of lines of `sources` and
+    `targets` (bytes), in order, `function` called on batches of pairs
+    (lists of sources and targets) as they are read.
+
+    Raises:
+        ValueError: `sources` and `targets` have different numbers of lines.
+    """
     pairs = itertools.zip_longest(decoded_lines(sources), decoded_lines(targets))
 
-    def score_pairs(batch):
+    def run(batch):
         if any(None in pair for pair in batch):
             raise ValueError("SOURCES and TARGETS have different numbers of lines.")
-        return score(*(list(side) for side in zip(*batch, strict=True)))
+        return function(*(list(side) for side in zip(*batch, strict=True)))
 
-    def length(pair):  # a missing line (None) is caught by score_pairs
+    def length(pair):  # a missing line (None) is caught by run
         return sum(len(side or "") for side in pair)
 
-    for window in translate_batches(score_pairs, pairs, batch_size, total, key=length):
-        output.write(
-            "".join(f"{sum_:.6f}\t{sum_ / tokens:.6f}\n" for sum_, tokens in window)
-        )
+    for window in translate_batches(run, pairs, batch_size, total, key=length):
+        output.write("".join(line(result) + "\n" for result in window))
         output.flush()

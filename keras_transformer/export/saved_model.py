@@ -30,9 +30,9 @@ def export_translator(
 
     The SavedModel holds the signatures of `translator.signatures()`
     (`serving_default`, `greedy`, `beam`, `ids`, `attention`, `nbest`,
-    `score`, `sample`), which decode and read sources with the
-    translator's `max_length` (saved as `max_source_pieces`,
-    `max_length - 1`), and the tokenizer's
+    `score`, `align`, `sample` and the `controlled` ones), which decode
+    and read sources with the translator's `max_length` (saved as
+    `max_source_pieces`, `max_length - 1`), and the tokenizer's
     SentencePiece model as the asset `assets/tokenizer.model`; it loads in
     TF2 (`tf.saved_model.load`) and in graph loaders (TF Serving, TF1's
     `tf.compat.v1.saved_model.loader.load`). It is written to a hidden

@@ -8,6 +8,9 @@ is `beam_settings`, and how every signature is traced is `traced`.
 import tensorflow as tf
 
 TEXT = tf.TensorSpec([None], tf.string, name="text")
+# Pairs of texts: `score`'s and `align`'s.
+SOURCE = tf.TensorSpec([None], tf.string, name="source")
+TARGET = tf.TensorSpec([None], tf.string, name="target")
 BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
 ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
 IDS = tf.TensorSpec([None, None], tf.int32, name="ids")

@@ -12,6 +12,7 @@ from keras_transformer.decoding.forced import (
 )
 from keras_transformer.decoding.model_decoding import decode
 from keras_transformer.decoding_defaults import is_greedy
+from keras_transformer.export.aligning import Aligning
 from keras_transformer.export.controlled import ControlledTranslation
 from keras_transformer.export.sampling import Sampling
 from keras_transformer.export.specs import (
@@ -19,6 +20,8 @@ from keras_transformer.export.specs import (
     BEAM_SIZE,
     IDS,
     NUM_RESULTS,
+    SOURCE,
+    TARGET,
     TEXT,
     beam_settings,
     traced,
@@ -28,7 +31,7 @@ from keras_transformer.scorings import check_scoring
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
 
-class Translator(Sampling, ControlledTranslation, tf.Module):
+class Translator(Sampling, ControlledTranslation, Aligning, tf.Module):
     """Text in, text out, with every step a TensorFlow op.
 
     Tokenization and detokenization are tensorflow-text ops, decoding is a
@@ -52,7 +55,8 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
     The signatures `controlled`, `controlled_beam`, `controlled_nbest` and
     `controlled_sample` take a typed prefix and controls per text
     (`controlled.ControlledTranslation`); `sample` draws
-    (`sampling.Sampling`).
+    (`sampling.Sampling`); `align` gives word alignments of given
+    translations (`aligning.Aligning`).
 
     Args:
         model: a trained `keras_transformer.Transformer`.
@@ -133,12 +137,21 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             self.max_length - 1, dtype=tf.int32, trainable=False
         )
         self._track_samplers()
+        self._track_words()
 
     def source_ids(self, text):
         """Strings (B,) -> int32 encoder inputs (B, S): pieces, end id, padding."""
         pieces = self.tokenizer.tokenize(text)  # (B, None)
         ids = truncate_with_end_id(pieces, self.max_length)  # (B, None)
         return ids.to_tensor(PAD_ID)  # (B, S)
+
+    def target_ids(self, text):
+        """Strings (B,) -> int32 forced-decoding targets (B, T), T >= 1:
+        pieces, end id, padding, read by the sources' rules."""
+        pieces = self.tokenizer.tokenize_target(text)  # (B, None)
+        ids = truncate_with_end_id(pieces, self.max_length).to_tensor(PAD_ID)
+        short = tf.maximum(1 - tf.shape(ids)[1], 0)  # T >= 1 at batch 0
+        return tf.pad(ids, [[0, 0], [0, short]], constant_values=PAD_ID)  # (B, T)
 
     def _search(self, source_ids, beam_size, alpha, num_results=1, **options):
         """The `num_results` best outputs: ids (B, K, L), scores (B, K).
@@ -236,10 +249,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             "scores": tf.where(nonempty, scores, 0.0),
         }
 
-    @traced(
-        tf.TensorSpec([None], tf.string, name="source"),
-        tf.TensorSpec([None], tf.string, name="target"),
-    )
+    @traced(SOURCE, TARGET)
     def score(self, source, target):
         """The log-probability of each target given its source (forced decoding).
 
@@ -259,13 +269,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             tf.shape(source), tf.shape(target), "source and target sizes differ"
         )
         source_ids = self.source_ids(source)  # (B, S)
-        target_ids = truncate_with_end_id(
-            self.tokenizer.tokenize_target(target), self.max_length
-        ).to_tensor(PAD_ID)  # (B, T), the end id included
-        short = tf.maximum(1 - tf.shape(target_ids)[1], 0)  # T >= 1 at batch 0
-        target_ids = tf.pad(
-            target_ids, [[0, 0], [0, short]], constant_values=PAD_ID
-        )  # (B, T)
+        target_ids = self.target_ids(target)  # (B, T)
         encoder_outputs, mask = self.model.encode(source_ids)
         log_probs = token_log_probabilities(
             self.model, target_ids, encoder_outputs, mask, START_ID
@@ -339,6 +343,7 @@ class Translator(Sampling, ControlledTranslation, tf.Module):
             "attention": self.attention,
             "nbest": self.nbest,
             "score": self.score,
+            "align": self.align,
             "sample": self.sample,
             "controlled": self.controlled,
             "controlled_beam": self.controlled_beam,

@@ -4,6 +4,10 @@ import dataclasses
 import functools
 
 PRESETS = ("tiny", "small", "base", "big")
+# The alignment that a model not trained to align gives best, measured
+# (benchmarks/alignment_quality.py): the last decoder layer, all heads.
+ALIGNMENT_LAYER = -1
+ALIGNMENT_HEADS = 0
 # Settings that were fields once, and where each went. A config saved then (in
 # a .keras file or a run folder's model_config.json) still holds them:
 # `TransformerConfig.from_dict` drops them; the constructor, the presets and
@@ -83,6 +87,12 @@ class TransformerConfig:
         target_vocab_size: size of a separate target vocabulary; None when
             source and target share `vocab_size`. Needs `shared_embeddings`
             False.
+        alignment_layer: the decoder layer whose cross-attention gives word
+            alignments (`keras_transformer.alignment`), an index from 0
+            (-1: the last layer, -2 the one before); fairseq's and
+            CTranslate2's setting of the same name.
+        alignment_heads: how many of that layer's first heads to average
+            for them; 0 for all (fairseq's and CTranslate2's setting).
 
     Example:
 
@@ -112,6 +122,8 @@ class TransformerConfig:
     scale_embedding: bool = True
     output_bias: bool = False
     target_vocab_size: int | None = None
+    alignment_layer: int = ALIGNMENT_LAYER
+    alignment_heads: int = ALIGNMENT_HEADS
 
     def __post_init__(self):
         positive = (
@@ -124,7 +136,7 @@ class TransformerConfig:
         )
         for name in positive:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not _is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}.")
         if self.d_model % self.num_heads:
             raise ValueError(
@@ -148,9 +160,22 @@ class TransformerConfig:
                 "output_bias needs shared_embeddings: a separate output "
                 "projection has its own bias."
             )
+        layers, heads = self.num_decoder_layers, self.num_heads
+        if not _is_int(self.alignment_layer) or not (
+            -layers <= self.alignment_layer < layers
+        ):
+            raise ValueError(
+                f"alignment_layer must be an int in [{-layers}, {layers}) for "
+                f"{layers} decoder layers, got {self.alignment_layer!r}."
+            )
+        if not _is_int(self.alignment_heads) or not 0 <= self.alignment_heads <= heads:
+            raise ValueError(
+                f"alignment_heads must be an int in [0, {heads}] (0: all "
+                f"{heads} heads), got {self.alignment_heads!r}."
+            )
         if self.target_vocab_size is not None:
             value = self.target_vocab_size
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not _is_int(value) or value < 1:
                 raise ValueError(
                     f"target_vocab_size must be a positive int or None, got {value!r}."
                 )
@@ -245,6 +270,10 @@ class TransformerConfig:
         values = {k: v for k, v in values.items() if k not in MOVED_SETTINGS}
         _check_field_names(values)
         return cls(**values)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check_field_names(names):

@@ -12,6 +12,7 @@ from keras_transformer.decoding.forced import token_log_probabilities
 from keras_transformer.export import CTranslate2Translator, export_ctranslate2
 from keras_transformer.export.hypotheses import parse_sampling
 from keras_transformer.special_ids import END_ID, START_ID
+from tests.export.test_aligning import align
 from tests.export.test_saved_model import run_python
 from tests.export.test_translator import BAD_INPUTS, LETTERS
 
@@ -230,13 +231,14 @@ def test_a_batch_of_zero_and_of_a_thousand(signatures):
         )
 
 
-def test_tf1_session_loader_runs_nbest_score_and_sample(
+def test_tf1_session_loader_runs_nbest_score_align_and_sample(
     reloaded, exported, held_out, tmp_path
 ):
     texts = [source for source, _ in held_out[:5]] + ["", "\ufffd a"]
     for name, inputs in (
         ("nbest", {"text": texts, "beam_size": 3, "alpha": 0.0}),
         ("score", {"source": texts, "target": texts[::-1]}),
+        ("align", {"source": texts, "target": texts[::-1]}),
         (
             "sample",
             {"text": texts, "top_k": 0, "top_p": 0.9, "temperature": 2.0, "seed": 5},
@@ -248,6 +250,7 @@ def test_tf1_session_loader_runs_nbest_score_and_sample(
         expected = {
             "nbest": lambda: nbest(reloaded.signatures, texts, 3),
             "score": lambda: score(reloaded.signatures, texts, texts[::-1]),
+            "align": lambda: align(reloaded.signatures, texts, texts[::-1]),
             "sample": lambda: sample(reloaded.signatures, texts, 0, 0.9, 2.0, 5),
         }[name]()
         assert result.keys() == expected.keys()
@@ -422,6 +425,21 @@ def test_score_files_of_different_lengths_are_a_one_line_error(
     assert exit_info.value.code == 1
     error = capsys.readouterr().err
     assert "different numbers of lines" in error and error.count("\n") == 1
+
+
+def test_align_of_a_ctranslate2_export_is_a_one_line_error(
+    ctranslate2_path, tmp_path, capsys
+):
+    files = []
+    for name in ("sources.txt", "targets.txt"):
+        (tmp_path / name).write_text("a b\n")
+        files.append(str(tmp_path / name))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["align", str(ctranslate2_path), *files])
+    assert exit_info.value.code == 1
+    error = capsys.readouterr().err
+    assert "word alignments need a SavedModel export" in error
+    assert error.count("\n") == 1
 
 
 def test_parse_sampling():

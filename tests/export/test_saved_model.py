@@ -29,6 +29,7 @@ SIGNATURES = [
     "attention",
     "nbest",
     "score",
+    "align",
     "sample",
     "controlled",
     "controlled_beam",
@@ -224,6 +225,7 @@ def test_reloaded_signatures_equal_the_translator(translator, reloaded, held_out
         "attention": dict(text=texts),
         "nbest": dict(text=texts, beam_size=tf.constant(3), alpha=tf.constant(0.6)),
         "score": dict(source=texts, target=tf.reverse(texts, [0])),
+        "align": dict(source=texts, target=tf.reverse(texts, [0])),
         "sample": dict(
             text=texts,
             top_k=tf.constant(0),

@@ -1,0 +1,89 @@
+"""The `align` signature: word alignments of given translations."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_transformer.alignment import (
+    alignment_error_rate,
+    format_pharaoh,
+    parse_pharaoh,
+)
+from keras_transformer.cli import main
+from keras_transformer.export.aligning import pharaoh_lines
+
+pytestmark = pytest.mark.slow
+
+
+def align(signatures, sources, targets):
+    outputs = signatures["align"](
+        source=tf.constant(sources, tf.string, shape=[len(sources)]),
+        target=tf.constant(targets, tf.string, shape=[len(targets)]),
+    )
+    return {key: value.numpy() for key, value in outputs.items()}
+
+
+def links_of(lines):
+    return [parse_pharaoh(line.decode("ascii"))[0] for line in lines]
+
+
+def test_a_reversal_aligns_each_word_with_its_mirror(signatures, held_out):
+    """The reversal model's last layer attends to the mirrored source word
+    (test_translator's attention test): its hard alignments are the mirror."""
+    pairs = held_out[:40]
+    sources, targets = [list(side) for side in zip(*pairs, strict=True)]
+    predicted = links_of(align(signatures, sources, targets)["alignment"])
+    mirror = []
+    for source in sources:
+        n = len(source.split())
+        mirror.append({(n - 1 - j, j) for j in range(n)})
+    assert alignment_error_rate(predicted, mirror, [set()] * len(mirror)) <= 0.2
+    for links, source, target in zip(predicted, sources, targets, strict=True):
+        words = np.array(sorted(links)).reshape(-1, 2)
+        assert words[:, 0].max() < len(source.split())
+        assert words[:, 1].max() < len(target.split())
+        assert {j for _, j in links} == set(range(len(target.split())))
+
+
+def test_each_row_is_aligned_as_alone_and_empty_sides_give_empty_lines(
+    translator, held_out
+):
+    signatures = translator.signatures()
+    sources = [source for source, _ in held_out[:4]] + ["", "a b", "\ufffd c"]
+    targets = [target for _, target in held_out[:4]] + ["b a", "", "c"]
+    batch = align(signatures, sources, targets)["alignment"]
+    for row, (source, target) in enumerate(zip(sources, targets, strict=True)):
+        assert batch[row] == align(signatures, [source], [target])["alignment"][0]
+    assert batch[4] == batch[5] == b""
+    assert align(signatures, [], [])["alignment"].shape == (0,)
+
+
+def test_sizes_that_differ_are_an_error(translator):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sizes differ"):
+        align(translator.signatures(), ["a b", "c"], ["b a"])
+
+
+def test_in_graph_lines_equal_the_library_s():
+    links = np.random.default_rng(0).random((6, 5, 4)) < 0.3
+    links[2] = False
+    lines = pharaoh_lines(tf.constant(links)).numpy()
+    assert [line.decode() for line in lines] == [format_pharaoh(row) for row in links]
+
+
+def write_lines(path, lines):
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
+
+
+def test_align_command_writes_the_signature_s_lines(
+    exported, translator, held_out, tmp_path, capsys
+):
+    sources = [source for source, _ in held_out[:5]] + [""]
+    targets = [target for _, target in held_out[:5]] + ["a"]
+    files = [
+        write_lines(tmp_path / name, lines)
+        for name, lines in (("sources", sources), ("targets", targets))
+    ]
+    main(["align", exported, *map(str, files), "--batch-size", "2"])
+    expected = align(translator.signatures(), sources, targets)["alignment"]
+    assert capsys.readouterr().out.splitlines() == [line.decode() for line in expected]
