@@ -4,7 +4,7 @@
 decoder layer's cross-attention (Keras ops, any backend); `pharaoh`
 writes and reads them as Pharaoh lines and scores them against a gold
 set (the alignment error rate). Imported on first use (the names are in
-`__init__.pyi`): the Pharaoh functions need only NumPy.
+`__init__.pyi`): the Pharaoh functions need neither Keras nor NumPy.
 """
 
 import lazy_loader

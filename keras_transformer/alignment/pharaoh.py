@@ -7,22 +7,23 @@ spaces. Gold sets mark links a human is sure of as `i-j` and those that
 are possible as `ipj`.
 """
 
-import numpy as np
-
 
 def format_pharaoh(links):
-    """One sentence's links as a Pharaoh line, by source word, then target word.
+    """Links as a Pharaoh line, by source word, then target word.
 
     Args:
-        links: bool (S, T), source word i linked to target word j (a row
-            of `links.word_links`).
+        links: (i, j) pairs, source word i linked to target word j: a set
+            as `parse_pharaoh` gives, or `np.argwhere` of a row of
+            `links.word_links`.
 
     Example:
 
-    >>> format_pharaoh(np.array([[False, True], [True, True]]))
+    >>> format_pharaoh({(1, 1), (0, 1), (1, 0)})
     '0-1 1-0 1-1'
+    >>> format_pharaoh(np.argwhere([[False, True], [True, False]]))
+    '0-1 1-0'
     """
-    return " ".join(f"{i}-{j}" for i, j in np.argwhere(np.asarray(links)))
+    return " ".join(f"{i}-{j}" for i, j in sorted(map(tuple, links)))
 
 
 def parse_pharaoh(line, first_index=0):
@@ -73,9 +74,11 @@ def alignment_error_rate(predicted, sure, possible):
     counted over all sentences.
 
     Args:
-        predicted, sure, possible: a set of (i, j) links per sentence, as
-            `parse_pharaoh` gives them; a link in `sure` counts as possible
-            too.
+        predicted: a set of (i, j) links per sentence.
+        sure: the gold set's sure links, a set per sentence, as
+            `parse_pharaoh` gives them.
+        possible: its possible links, a set per sentence; the sure links
+            count as possible too.
 
     Raises:
         ValueError: the three have different numbers of sentences, or the

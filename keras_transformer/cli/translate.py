@@ -177,6 +177,13 @@ def add_translate_parser(commands):
         help="never generate the unknown piece",
     )
     parser.add_argument(
+        "--alignments",
+        metavar="FILE",
+        help="also write each translation's word alignment to FILE, a Pharaoh "
+        "line per line: links i-j, source word i to target word j, from 0 "
+        "(SavedModel exports; a split line's joined from its parts')",
+    )
+    parser.add_argument(
         "--n-best",
         type=int,
         metavar="K",
@@ -235,10 +242,10 @@ def translate(args):
             glossary=glossary,
         )
     else:
-        if args.reference is not None or args.max_input_length is not None:
+        if (args.reference, args.max_input_length, args.alignments) != (None,) * 3:
             raise ValueError(
-                "--reference and --max-input-length go with one translation a "
-                "line, not with --n-best or --sampling."
+                "--reference, --max-input-length and --alignments go with one "
+                "translation a line, not with --n-best or --sampling."
             )
         if args.sampling is not None and glossary is not None:
             raise ValueError(
@@ -256,6 +263,9 @@ def translate(args):
             if getattr(args, name) is not None:
                 lines = stack.enter_context(open(getattr(args, name), "rb"))
                 write = functools.partial(write, **{name: lines})
+        if args.alignments is not None:
+            links = stack.enter_context(open(args.alignments, "w", encoding="utf-8"))
+            write = functools.partial(write, alignments=links)
         scores = _write_inputs(write, args.inputs, args.batch_size)
     if scores is not None:
         print(format_scores(scores), file=sys.stderr)

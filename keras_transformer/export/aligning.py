@@ -70,7 +70,7 @@ class Aligning:
 def pharaoh_lines(links):
     """bool (B, S, T) word links -> string (B,) Pharaoh lines, in the graph.
 
-    The same lines as `alignment.format_pharaoh` writes for each row.
+    The lines `alignment.format_pharaoh` writes of each row's links.
 
     Example:
 

@@ -11,6 +11,7 @@ the lines it split or cut.
 import re
 import sys
 
+from keras_transformer.alignment.pharaoh import format_pharaoh, parse_pharaoh
 from keras_transformer.export.control_settings import Terms
 from keras_transformer.special_ids import WORD_START
 
@@ -106,6 +107,34 @@ def _cut(text, tokenizer, budget):
     return parts
 
 
+def joined_alignment(text, parts, translations, alignments):
+    """The Pharaoh line of `text`, translated in `parts` (`split_text`), from
+    the parts' lines: each part's links shifted by the words before it.
+
+    A part's source words follow the words of `text` before it, minus one
+    where the part begins inside a word (its first word goes on that one);
+    its target words follow those of the translations before it, which
+    are joined with a space.
+
+    Example:
+
+    >>> joined_alignment("a b. c d", ["a b.", "c d"], ["B A.", "D C"],
+    ...                  ["0-1 1-0", "0-1 1-0"])
+    '0-1 1-0 2-3 3-2'
+    """
+    links, position, target_words = set(), 0, 0
+    for part, translation, line in zip(parts, translations, alignments, strict=True):
+        start = text.index(part, position)
+        source_words = len(text[:start].split())
+        if start and not text[start - 1].isspace():
+            source_words -= 1  # the part begins inside a word
+        position = start + len(part)
+        sure, _ = parse_pharaoh(line)
+        links |= {(i + source_words, j + target_words) for i, j in sure}
+        target_words += len(translation.split())
+    return format_pharaoh(links)
+
+
 def _for_part(name, value, index):
     """What part `index` of a split text gets of the text's `value` of
     `name`: the prefix and required phrases go with the first part only."""
@@ -138,6 +167,11 @@ class LongInputs:
             pieces instead, in parts of at most this many (1 to `limit`;
             None: `limit`), for a model that translates shorter sources
             better.
+        align: None, or a function of (sources, targets), lists of str,
+            to their word alignments as Pharaoh lines
+            (`SavedModelEngine.align`): then a call returns a
+            `(translation, alignment)` pair per text, a split text's
+            alignment joined from its parts' (`joined_alignment`).
 
     Attributes:
         long_lines: how many sources so far were longer than `limit`.
@@ -151,6 +185,7 @@ class LongInputs:
         policy="split",
         batch_size=32,
         max_pieces=None,
+        align=None,
     ):
         check_policy(policy)
         if max_pieces is not None:
@@ -167,6 +202,7 @@ class LongInputs:
         self.limit = limit
         self.policy = policy
         self.batch_size = batch_size
+        self.align = align
         self.long_lines = 0
         self.lines = 0
 
@@ -181,7 +217,11 @@ class LongInputs:
                 self.lines += 1
                 if len(self.tokenizer.encode(text)) > self.limit:
                     self._count_cut()
-            return self.translate(texts, **given)
+            translations = self.translate(texts, **given)
+            if self.align is None:
+                return translations
+            alignments = self._batched(self.align, texts, translations)
+            return list(zip(translations, alignments, strict=True))
         parts = [split_text(text, self.tokenizer, self.limit) for text in texts]
         self.lines += len(texts)
         self.long_lines += sum(len(text_parts) > 1 for text_parts in parts)
@@ -200,12 +240,29 @@ class LongInputs:
             translations += self.translate(
                 flat[batch], **{name: v[batch] for name, v in flat_given.items()}
             )
+        if self.align is not None:
+            alignments = self._batched(self.align, flat, translations)
         joined, first = [], 0
-        for text_parts in parts:
-            pieces = translations[first : first + len(text_parts)]
-            joined.append(" ".join(piece for piece in pieces if piece))
+        for text, text_parts in zip(texts, parts, strict=True):
+            part_range = slice(first, first + len(text_parts))
+            translation = " ".join(piece for piece in translations[part_range] if piece)
+            if self.align is not None:
+                alignment = joined_alignment(
+                    text, text_parts, translations[part_range], alignments[part_range]
+                )
+                translation = (translation, alignment)
+            joined.append(translation)
             first += len(text_parts)
         return joined
+
+    def _batched(self, function, *columns):
+        """`function` of `columns` (lists of one length), `batch_size` rows a call."""
+        results = []
+        for first in range(0, len(columns[0]), self.batch_size):
+            results += function(
+                *(column[first : first + self.batch_size] for column in columns)
+            )
+        return results
 
     def _count_cut(self):
         self.long_lines += 1

@@ -64,6 +64,7 @@ def long_inputs_function(
     threads=None,
     controls=None,
     glossary=None,
+    aligned=False,
 ):
     """`translation_function` that splits (or cuts and counts) long sources.
 
@@ -75,18 +76,38 @@ def long_inputs_function(
         batch_size: the most texts per engine call.
         max_input_length: with "split", split longer sources than this many
             pieces (at most, and by default, the model's limit).
+        aligned: return each translation with its word alignment, a
+            Pharaoh line (the SavedModel's `align` signature).
 
     Returns:
         A `LongInputs`: a function of a list of str (B,) (and of a prefix
-        per text) -> a list of str (B,), whose `summary()` counts the long
+        per text) -> a list of str (B,), or with `aligned` of
+        (translation, alignment) pairs, whose `summary()` counts the long
         lines.
+
+    Raises:
+        ValueError: `aligned` with a CTranslate2 export.
     """
     check_policy(policy)
     translate = translation_function(
         path, signature, beam_size, alpha, threads, controls, glossary
     )
-    tokenizer, limit = translate.engine.source_limit()
-    return LongInputs(translate, tokenizer, limit, policy, batch_size, max_input_length)
+    engine = translate.engine
+    if aligned and not hasattr(engine, "align"):
+        raise ValueError(
+            f"{path} is a CTranslate2 export; word alignments need a SavedModel "
+            "export (keras-transformer export DIR --format saved_model)."
+        )
+    tokenizer, limit = engine.source_limit()
+    return LongInputs(
+        translate,
+        tokenizer,
+        limit,
+        policy,
+        batch_size,
+        max_input_length,
+        align=engine.align if aligned else None,
+    )
 
 
 def _engine_function(engine, signature, beam_size, alpha, controls, glossary):
@@ -243,6 +264,7 @@ def translate_lines(
     controls=None,
     glossary=None,
     constraints=None,
+    alignments=None,
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
@@ -280,6 +302,9 @@ def translate_lines(
             line (`glossary.constraint_terms`). A split line's required
             phrases go with its first part, its banned ones with every
             part.
+        alignments: None, or a text stream that gets each translation's
+            word alignment with its line, a Pharaoh line each (a
+            SavedModel export; a split line's joined from its parts').
 
     Returns:
         None, or with `references`, `corpus_scores` of the translations.
@@ -297,6 +322,7 @@ def translate_lines(
         threads,
         controls,
         glossary,
+        aligned=alignments is not None,
     )
     engine = translate.translate.engine  # the export's, see `translation_function`
     run, texts = with_line_files(translate, decoded_lines(lines), prefixes, constraints)
@@ -304,6 +330,10 @@ def translate_lines(
     for ahead in translate_batches(
         run, texts, batch_size, total, window=window, key=text_length
     ):
+        if alignments is not None:
+            ahead, links = (list(column) for column in zip(*ahead, strict=True))
+            alignments.write("".join(line + "\n" for line in links))
+            alignments.flush()
         output.write("".join(translation + "\n" for translation in ahead))
         output.flush()
         if translations is not None:

@@ -97,7 +97,7 @@ def test_alignment_attention_averages_the_first_heads_of_one_layer():
 
 def test_pharaoh_lines_round_trip():
     links = np.random.default_rng(3).random((5, 4)) < 0.3
-    sure, possible = parse_pharaoh(format_pharaoh(links))
+    sure, possible = parse_pharaoh(format_pharaoh(np.argwhere(links)))
     assert sure == {tuple(link) for link in np.argwhere(links)} and not possible
 
 

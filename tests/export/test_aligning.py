@@ -67,7 +67,9 @@ def test_in_graph_lines_equal_the_library_s():
     links = np.random.default_rng(0).random((6, 5, 4)) < 0.3
     links[2] = False
     lines = pharaoh_lines(tf.constant(links)).numpy()
-    assert [line.decode() for line in lines] == [format_pharaoh(row) for row in links]
+    assert [line.decode() for line in lines] == [
+        format_pharaoh(np.argwhere(row)) for row in links
+    ]
 
 
 def write_lines(path, lines):
@@ -87,3 +89,41 @@ def test_align_command_writes_the_signature_s_lines(
     main(["align", exported, *map(str, files), "--batch-size", "2"])
     expected = align(translator.signatures(), sources, targets)["alignment"]
     assert capsys.readouterr().out.splitlines() == [line.decode() for line in expected]
+
+
+def mirror_links(words):
+    return {(words - 1 - j, j) for j in range(words)}
+
+
+def test_translate_alignments_go_with_each_line_and_a_split_line_s_parts(
+    exported, translator, held_out, tmp_path, capsys
+):
+    """A 10-word line split into parts of 6 and 4 words: each part is
+    reversed, and its links stay within it."""
+    short = [source for source, _ in held_out if len(source.split()) <= 6]
+    texts = short[:4] + ["", "a b c d e f g h i j"]
+    inputs = write_lines(tmp_path / "inputs.txt", texts)
+    links_file = tmp_path / "out.align"
+    main(
+        ["translate", exported, str(inputs), "--alignments", str(links_file)]
+        + ["--max-input-length", "6"]
+    )
+    translations = capsys.readouterr().out.splitlines()
+    lines = links_file.read_text().splitlines()
+    assert len(lines) == len(translations) == len(texts)
+    whole = align(translator.signatures(), texts[:5], translations[:5])["alignment"]
+    assert lines[:5] == [line.decode() for line in whole]
+    assert translations[-1].split() == list("fedcbajihg")
+    split_links = parse_pharaoh(lines[-1])[0]
+    expected = mirror_links(6) | {(6 + i, 6 + j) for i, j in mirror_links(4)}
+    assert alignment_error_rate([split_links], [expected], [set()]) <= 0.2
+    assert all((i < 6) == (j < 6) for i, j in split_links)
+
+
+def test_translate_alignments_do_not_go_with_n_best(exported, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(
+            ["translate", exported, "a b", "--n-best", "2"]
+            + ["--alignments", str(tmp_path / "a")]
+        )
+    assert "--alignments go with one translation a line" in capsys.readouterr().err

@@ -1,0 +1,186 @@
+"""Alignment error rate on a gold set: every decoder layer and head, and eflomal.
+
+A model's word alignments (`keras_transformer.alignment`) are read from one
+decoder layer's cross-attention, averaged over its first heads: the model
+config's `alignment_layer` and `alignment_heads`. This scores every choice
+on a gold set of sure and possible links, each single head too (for
+insight: the config can name only a layer's first heads), by forced
+decoding of the gold pairs, and eflomal (pip `eflomal`) given a training
+text:
+
+    python benchmarks/alignment_quality.py RUN_DIR|MODEL.keras \\
+        --gold ../shared/data/word-alignment \\
+        --eflomal-text train.en train.fr
+
+The gold set (`enfr.src-tgt`, `enfr.gold`, 1-indexed links) is the
+Hansards English-French one of `../shared/data/word-alignment`; the model
+translates English into French. eflomal aligns the training text with
+the gold pairs appended (the same text the model should have been trained
+on) and is scored on those pairs: forward, reverse, and their
+intersection and union. Prints one JSON object.
+"""
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import numpy as np
+
+
+def read_gold(folder):
+    """(sources, targets, sure, possible) of a gold folder."""
+    from keras_transformer.alignment import parse_pharaoh
+
+    with open(os.path.join(folder, "enfr.src-tgt"), encoding="utf-8") as file:
+        pairs = [line.rstrip("\n").split(" ||| ") for line in file]
+    with open(os.path.join(folder, "enfr.gold"), encoding="utf-8") as file:
+        gold = [parse_pharaoh(line, first_index=1) for line in file]
+    if len(gold) != len(pairs):
+        raise ValueError(f"{len(pairs)} pairs but {len(gold)} gold lines.")
+    sources, targets = (list(side) for side in zip(*pairs, strict=True))
+    sure, possible = (list(side) for side in zip(*gold, strict=True))
+    return sources, targets, sure, possible
+
+
+def model_choices(model_path, sources, targets, batch_size):
+    """{(layer, heads) or (layer, "head", h): per sentence its links}, and
+    the sentences whose words the tokenizer counts otherwise."""
+    import keras_transformer.models.transformer  # noqa: F401  (registers it)
+    from keras_transformer.alignment import (
+        alignment_attention,
+        word_links,
+        word_positions,
+    )
+    from keras_transformer.data.tokenizer import load_tokenizer
+    from keras_transformer.decoding.forced import teacher_forced_cross_attention
+    from keras_transformer.export import Translator
+    from keras_transformer.recipe.run_directory import model_and_run
+    from keras_transformer.training import load_model
+
+    path, run = model_and_run(model_path)
+    model = load_model(path, compile=False)
+    # Long enough for every gold sentence: nothing is cut.
+    translator = Translator(model, load_tokenizer(run.tokenizer), max_length=512)
+    layers, heads = model.config.num_decoder_layers, model.config.num_heads
+    choices, miscounted = {}, 0
+    for start in range(0, len(sources), batch_size):
+        source_ids = translator.source_ids(sources[start : start + batch_size])
+        target_ids = translator.target_ids(targets[start : start + batch_size])
+        encoded, mask = model.encode(source_ids)
+        attention = teacher_forced_cross_attention(model, target_ids, encoded, mask)
+        source_words = word_positions(source_ids, translator.source_piece_roles)
+        target_words = word_positions(target_ids, translator.target_piece_roles)
+        for row, (words, text) in enumerate(
+            zip(
+                np.asarray(source_words).max(axis=1) + 1,
+                sources[start : start + batch_size],
+                strict=True,
+            )
+        ):
+            target_count = int(np.asarray(target_words)[row].max()) + 1
+            target_text = targets[start + row]
+            miscounted += int(words != len(text.split()))
+            miscounted += int(target_count != len(target_text.split()))
+        options = [(layer, n) for layer in range(layers) for n in range(heads + 1)]
+        options += [(layer, "head", h) for layer in range(layers) for h in range(heads)]
+        for option in options:
+            if option[1] == "head":
+                maps = np.asarray(attention)[:, option[0], option[2]]  # (B, T, S)
+            else:
+                maps = alignment_attention(attention, option[0], option[1])
+            links = np.asarray(word_links(maps, source_words, target_words))
+            choices.setdefault(option, []).extend(
+                {tuple(link) for link in np.argwhere(row)} for row in links
+            )
+    return choices, miscounted, model.config
+
+
+def eflomal_rates(text_files, sources, targets, sure, possible):
+    """eflomal's AER on the gold pairs, aligned with the training text."""
+    import eflomal
+
+    from keras_transformer.alignment import alignment_error_rate, parse_pharaoh
+
+    lines = []
+    for path in text_files:
+        with open(path, encoding="utf-8") as file:
+            lines.append([" ".join(line.split()) for line in file])
+    source_text, target_text = (
+        side + gold for side, gold in zip(lines, (sources, targets), strict=True)
+    )
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        forward, reverse = (os.path.join(folder, name) for name in ("fwd", "rev"))
+        eflomal.Aligner().align(
+            source_text,
+            target_text,
+            links_filename_fwd=forward,
+            links_filename_rev=reverse,
+        )
+        links = {}
+        for name, path in (("forward", forward), ("reverse", reverse)):
+            with open(path, encoding="utf-8") as file:
+                every = [parse_pharaoh(line)[0] for line in file]
+            links[name] = every[-len(sources) :]
+    seconds = time.perf_counter() - started
+    pair = links["forward"], links["reverse"]
+    links["intersection"] = [a & b for a, b in zip(*pair, strict=True)]
+    links["union"] = [a | b for a, b in zip(*pair, strict=True)]
+    rates = {
+        name: round(100 * alignment_error_rate(found, sure, possible), 2)
+        for name, found in links.items()
+    }
+    return {"aer": rates, "pairs": len(source_text), "seconds": round(seconds, 1)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", metavar="RUN_DIR|MODEL.keras")
+    parser.add_argument("--gold", default="../shared/data/word-alignment")
+    parser.add_argument(
+        "--eflomal-text",
+        nargs=2,
+        metavar=("SOURCE", "TARGET"),
+        help="the training text eflomal aligns, with the gold pairs appended",
+    )
+    parser.add_argument("--batch-size", type=int, default=16)
+    args = parser.parse_args()
+
+    from keras_transformer.alignment import alignment_error_rate
+
+    sources, targets, sure, possible = read_gold(args.gold)
+    started = time.perf_counter()
+    choices, miscounted, config = model_choices(
+        args.model, sources, targets, args.batch_size
+    )
+    rates = {
+        " ".join(map(str, option)): round(
+            100 * alignment_error_rate(links, sure, possible), 2
+        )
+        for option, links in choices.items()
+    }
+    configurable = {k: v for k, v in rates.items() if "head " not in k}
+    best = min(configurable, key=configurable.get)
+    result = {
+        "gold_pairs": len(sources),
+        "words_counted_otherwise": miscounted,
+        "model": {
+            "path": args.model,
+            "config_choice": f"{config.alignment_layer} {config.alignment_heads}",
+            "best_configurable": best,
+            "aer_by_layer_and_first_heads": configurable,
+            "aer_by_single_head": {k: v for k, v in rates.items() if "head " in k},
+            "seconds": round(time.perf_counter() - started, 1),
+        },
+    }
+    if args.eflomal_text:
+        result["eflomal"] = eflomal_rates(
+            args.eflomal_text, sources, targets, sure, possible
+        )
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
