@@ -181,7 +181,7 @@ def add_translate_parser(commands):
         metavar="FILE",
         help="also write each translation's word alignment to FILE, a Pharaoh "
         "line per line: links i-j, source word i to target word j, from 0 "
-        "(SavedModel exports; a split line's joined from its parts')",
+        "(a split line's joined from its parts')",
     )
     parser.add_argument(
         "--n-best",
@@ -361,9 +361,8 @@ def add_align_parser(commands):
         description="Writes, for each pair of lines of SOURCES and TARGETS, "
         "which source words each target word came from, as a Pharaoh line: "
         "space-separated links i-j, source word i to target word j, counted "
-        "from 0 among the words between spaces (SavedModel exports; read from "
-        "the layer and heads of the model's alignment_layer and "
-        "alignment_heads).",
+        "from 0 among the words between spaces (read from the layer and heads "
+        "of the model's alignment_layer and alignment_heads).",
         run=align,
     )
 

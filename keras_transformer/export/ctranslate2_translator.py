@@ -3,6 +3,16 @@
 import json
 import os
 
+import numpy as np
+
+from keras_transformer.alignment.links import (
+    IN_WORD,
+    NO_WORD,
+    STARTS_WORD,
+    word_links,
+    word_positions,
+)
+from keras_transformer.alignment.pharaoh import format_pharaoh
 from keras_transformer.data.tokenizer import sentencepiece_processors
 from keras_transformer.decoding_defaults import decoding_settings, is_greedy
 from keras_transformer.export.control_settings import ControlSettings
@@ -12,6 +22,7 @@ from keras_transformer.export.ctranslate2_model import (
     is_ctranslate2_export,
 )
 from keras_transformer.export.saved_model import VOCABULARY_FILE
+from keras_transformer.special_ids import WORD_START
 
 
 class CTranslate2Translator:
@@ -302,10 +313,59 @@ class CTranslate2Translator:
                 results[index] = (float(sum(result.log_probs)), len(result.log_probs))
         return results
 
-    def _pieces(self, texts):
-        """The pieces of each text, its first `max_length - 1`."""
+    def align(self, sources, targets):
+        """Word alignments of each target with its source, as Pharaoh lines.
+
+        `Translator.align`'s links, by its rules: forced decoding (the
+        target's pieces as CTranslate2's `target_prefix`) returns the
+        attention of the layer and heads the export set
+        (`alignment_layer`, `alignment_heads`, the model config's), and
+        `alignment.word_links` links the words.
+
+        Args:
+            sources: a list of str.
+            targets: a list of str, as long as `sources`.
+
+        Returns:
+            A list of str, a Pharaoh line per pair.
+        """
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"{len(sources)} sources but {len(targets)} targets; give as many."
+            )
+        source_pieces = self._pieces(sources)
+        target_pieces = self._pieces(targets, self.target_tokenizer)
+        lines = [""] * len(sources)
+        indices = [
+            index
+            for index, pair in enumerate(zip(source_pieces, target_pieces, strict=True))
+            if all(pair)
+        ]
+        if not indices:
+            return lines
+        longest = max(len(target_pieces[index]) for index in indices)
+        batch = self.translator.translate_batch(
+            [source_pieces[index] for index in indices],
+            target_prefix=[target_pieces[index] for index in indices],
+            max_decoding_length=longest + 1,
+            beam_size=1,
+            return_attention=True,
+        )
+        links = word_links(
+            _padded([result.attention[0] for result in batch]),  # (B, T, S)
+            _word_positions([source_pieces[index] for index in indices]),
+            _word_positions([target_pieces[index] for index in indices]),
+        )  # (B, S, T)
+        for index, row in zip(indices, np.asarray(links), strict=True):
+            lines[index] = format_pharaoh(np.argwhere(row))
+        return lines
+
+    def _pieces(self, texts, tokenizer=None):
+        """The pieces of each text, its first `max_length - 1`, by
+        `tokenizer` (the sources')."""
+        tokenizer = tokenizer or self.tokenizer
         return [
-            self.tokenizer.encode(text, out_type=str)[: self.max_length - 1]
+            tokenizer.encode(text, out_type=str)[: self.max_length - 1]
             for text in texts
         ]
 
@@ -318,6 +378,31 @@ class CTranslate2Translator:
                 limit = min(len(source) + 1 + self.extra_length, self.max_length)
                 by_limit.setdefault(max(limit, len(prefix)), []).append(index)
         return by_limit
+
+
+def _padded(rows):
+    """Lists of lists of floats (T_b, S_b) -> float32 (B, T, S), 0-padded."""
+    length = max(len(row) for row in rows)
+    width = max(len(values) for row in rows for values in row)
+    padded = np.zeros((len(rows), length, width), np.float32)
+    for index, row in enumerate(rows):
+        for position, values in enumerate(row):
+            padded[index, position, : len(values)] = values
+    return padded
+
+
+# The roles of `alignment.piece_roles` by a stand-in id: a piece that goes
+# on a word (0), one that starts a word (1), padding (2).
+_ROLES = np.array([IN_WORD, STARTS_WORD, NO_WORD], np.int32)
+
+
+def _word_positions(pieces):
+    """`alignment.word_positions` of lists of piece strings: int32 (B, L)."""
+    length = max(len(row) for row in pieces)
+    ids = np.full((len(pieces), length), 2, np.int32)
+    for index, row in enumerate(pieces):
+        ids[index, : len(row)] = [piece.startswith(WORD_START) for piece in row]
+    return np.asarray(word_positions(ids, _ROLES))
 
 
 class _ForcedPrefixes:

@@ -4,11 +4,11 @@
 input line (index: the 0-based input line number), best first, as Marian
 and fairseq do; `translate --sampling` writes one drawn translation per
 line; `score` writes `sum<TAB>per_token` log-probabilities per pair, and
-`align` a Pharaoh line of word alignments per pair (SavedModels only). Both
+`align` a Pharaoh line of word alignments per pair. Both
 kinds of export answer: a SavedModel through its `nbest`, `sample`
 (keras-hub's samplers) and `score` signatures, a CTranslate2 model through
-`num_hypotheses`, `return_scores`, `sampling_topk`/`sampling_topp` and
-`score_batch`.
+`num_hypotheses`, `return_scores`, `sampling_topk`/`sampling_topp`,
+`score_batch` and `return_attention`.
 """
 
 import itertools
@@ -211,20 +211,17 @@ def score_lines(path, sources, targets, output, batch_size=32, total=None):
 
 def align_lines(path, sources, targets, output, batch_size=32, total=None):
     """Writes each pair of lines' (bytes) word alignment as a Pharaoh line
-    into `output`: the `align` signature of a SavedModel export.
+    into `output`: a SavedModel's `align` signature, or a CTranslate2
+    export's attention (`CTranslate2Translator.align`).
 
     Raises:
         ValueError: `sources` and `targets` have different numbers of lines,
-            or the export has no `align` signature (a CTranslate2 one, or
-            a SavedModel exported before alignments).
+            or a SavedModel was exported before alignments (it has no
+            `align` signature).
     """
-    engine = open_export(path)
-    if not hasattr(engine, "align"):
-        raise ValueError(
-            f"{path} is a CTranslate2 export; word alignments need a SavedModel "
-            "export (keras-transformer export DIR --format saved_model)."
-        )
-    write_pairs(engine.align, str, sources, targets, output, batch_size, total)
+    write_pairs(
+        open_export(path).align, str, sources, targets, output, batch_size, total
+    )
 
 
 def write_pairs(function, line, sources, targets, output, batch_size, total):

@@ -77,27 +77,19 @@ def long_inputs_function(
         max_input_length: with "split", split longer sources than this many
             pieces (at most, and by default, the model's limit).
         aligned: return each translation with its word alignment, a
-            Pharaoh line (the SavedModel's `align` signature).
+            Pharaoh line (the engine's `align`).
 
     Returns:
         A `LongInputs`: a function of a list of str (B,) (and of a prefix
         per text) -> a list of str (B,), or with `aligned` of
         (translation, alignment) pairs, whose `summary()` counts the long
         lines.
-
-    Raises:
-        ValueError: `aligned` with a CTranslate2 export.
     """
     check_policy(policy)
     translate = translation_function(
         path, signature, beam_size, alpha, threads, controls, glossary
     )
     engine = translate.engine
-    if aligned and not hasattr(engine, "align"):
-        raise ValueError(
-            f"{path} is a CTranslate2 export; word alignments need a SavedModel "
-            "export (keras-transformer export DIR --format saved_model)."
-        )
     tokenizer, limit = engine.source_limit()
     return LongInputs(
         translate,
@@ -303,8 +295,8 @@ def translate_lines(
             phrases go with its first part, its banned ones with every
             part.
         alignments: None, or a text stream that gets each translation's
-            word alignment with its line, a Pharaoh line each (a
-            SavedModel export; a split line's joined from its parts').
+            word alignment with its line, a Pharaoh line each (a split
+            line's joined from its parts').
 
     Returns:
         None, or with `references`, `corpus_scores` of the translations.

@@ -304,3 +304,40 @@ def test_the_command_translates_a_300_word_line_whole(translator, tmp_path, caps
     captured = capsys.readouterr()
     assert captured.out.splitlines() == in_process(translator, [line], 4, 0.0)
     assert "1 line was longer than the limit of 15 pieces and was cut" in captured.err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layer, heads", [(0, 1), (-1, 3)])
+def test_return_attention_is_the_configured_layer_and_heads(layer, heads, tmp_path):
+    """CTranslate2's `return_attention` (forced by a target prefix) equals
+    the model config's alignment attention, which `align` reads."""
+    from keras_transformer.alignment import alignment_attention
+    from keras_transformer.data import train_tokenizer
+    from keras_transformer.decoding.forced import teacher_forced_cross_attention
+
+    tokenizer = train_tokenizer(
+        ["a b c d e f g h"] * 40, vocab_size=14, byte_fallback=False
+    )
+    config = kt.TransformerConfig.tiny(
+        tokenizer.vocab_size, d_model=16, alignment_layer=layer, alignment_heads=heads
+    )
+    model = kt.build_transformer(config)
+    translator = Translator(model, tokenizer, max_length=16)
+    path = export_ctranslate2(translator, tmp_path / "model")
+    source, target = "a b c d", "d c b a"
+    exported = CTranslate2Translator(path)
+    pieces = [exported._pieces([text])[0] for text in (source, target)]
+    result = exported.translator.translate_batch(
+        [pieces[0]],
+        target_prefix=[pieces[1]],
+        max_decoding_length=len(pieces[1]) + 1,
+        beam_size=1,
+        return_attention=True,
+    )[0]
+    theirs = np.array(result.attention[0])[: len(pieces[1])]  # (T, S) no end
+    outputs, mask = model.encode(translator.source_ids([source]))
+    attention = teacher_forced_cross_attention(
+        model, translator.target_ids([target]), outputs, mask
+    )
+    ours = np.asarray(alignment_attention(attention, layer, heads))[0]
+    np.testing.assert_allclose(theirs, ours[: len(pieces[1]), :-1], atol=1e-5)

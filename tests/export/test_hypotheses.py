@@ -427,19 +427,22 @@ def test_score_files_of_different_lengths_are_a_one_line_error(
     assert "different numbers of lines" in error and error.count("\n") == 1
 
 
-def test_align_of_a_ctranslate2_export_is_a_one_line_error(
-    ctranslate2_path, tmp_path, capsys
+def test_ctranslate2_alignments_are_the_saved_model_s(
+    exported, ctranslate2_path, held_out, capsys, tmp_path
 ):
-    files = []
-    for name in ("sources.txt", "targets.txt"):
-        (tmp_path / name).write_text("a b\n")
-        files.append(str(tmp_path / name))
-    with pytest.raises(SystemExit) as exit_info:
-        main(["align", str(ctranslate2_path), *files])
-    assert exit_info.value.code == 1
-    error = capsys.readouterr().err
-    assert "word alignments need a SavedModel export" in error
-    assert error.count("\n") == 1
+    """CTranslate2 returns the attention of the layer and heads the export
+    set (the model config's), so its links are the SavedModel's."""
+    sources = [source for source, _ in held_out[:6]] + ["", "a b"]
+    targets = [target for _, target in held_out[:6]] + ["a", ""]
+    lines = {}
+    for engine, path in (("saved_model", exported), ("ct2", ctranslate2_path)):
+        files = []
+        for name, texts in (("sources", sources), ("targets", targets)):
+            (tmp_path / name).write_text("".join(f"{text}\n" for text in texts))
+            files.append(str(tmp_path / name))
+        lines[engine] = run_cli(capsys, "align", path, *files, "--batch-size", 3)
+    assert lines["ct2"] == lines["saved_model"]
+    assert all(lines["ct2"][:6]) and lines["ct2"][6:] == ["", ""]
 
 
 def test_parse_sampling():
