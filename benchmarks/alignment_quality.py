@@ -91,7 +91,7 @@ def model_choices(model_path, sources, targets, batch_size):
             else:
                 maps = alignment_attention(attention, option[0], option[1])
             links = np.asarray(word_links(maps, source_words, target_words))
-            choices.setdefault(option, []).extend(
+            choices.setdefault(" ".join(map(str, option)), []).extend(
                 {tuple(link) for link in np.argwhere(row)} for row in links
             )
     return choices, miscounted, model.config
@@ -135,6 +135,11 @@ def eflomal_rates(text_files, sources, targets, sure, possible):
     return {"aer": rates, "pairs": len(source_text), "seconds": round(seconds, 1)}
 
 
+def _choice(config):
+    """ "layer heads" of a config, as the rows of the results name them."""
+    return f"{config.alignment_layer_index} {config.alignment_heads}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", metavar="RUN_DIR|MODEL.keras")
@@ -149,6 +154,7 @@ def main():
     args = parser.parse_args()
 
     from keras_transformer.alignment import alignment_error_rate
+    from keras_transformer.models.config import ALIGNMENT_HEADS, ALIGNMENT_LAYER
 
     sources, targets, sure, possible = read_gold(args.gold)
     started = time.perf_counter()
@@ -156,9 +162,7 @@ def main():
         args.model, sources, targets, args.batch_size
     )
     rates = {
-        " ".join(map(str, option)): round(
-            100 * alignment_error_rate(links, sure, possible), 2
-        )
+        option: round(100 * alignment_error_rate(links, sure, possible), 2)
         for option, links in choices.items()
     }
     configurable = {k: v for k, v in rates.items() if "head " not in k}
@@ -168,7 +172,12 @@ def main():
         "words_counted_otherwise": miscounted,
         "model": {
             "path": args.model,
-            "config_choice": f"{config.alignment_layer} {config.alignment_heads}",
+            "its_config_choice": _choice(config),
+            "package_default": _choice(
+                config.replace(
+                    alignment_layer=ALIGNMENT_LAYER, alignment_heads=ALIGNMENT_HEADS
+                )
+            ),
             "best_configurable": best,
             "aer_by_layer_and_first_heads": configurable,
             "aer_by_single_head": {k: v for k, v in rates.items() if "head " in k},

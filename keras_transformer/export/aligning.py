@@ -59,7 +59,7 @@ class Aligning:
         config = self.model.config
         links = word_links(
             alignment_attention(
-                attention, config.alignment_layer, config.alignment_heads
+                attention, config.alignment_layer_index, config.alignment_heads
             ),
             word_positions(source_ids, self.source_piece_roles),
             word_positions(target_ids, self.target_piece_roles),

@@ -134,7 +134,7 @@ def transformer_spec(model, tokenizer, max_length):
         config.num_heads,
         pre_norm=config.norm_first,
         activation=ctranslate2.specs.Activation[activation],
-        alignment_layer=config.alignment_layer,
+        alignment_layer=config.alignment_layer_index,
         alignment_heads=config.alignment_heads,
     )
     encoding = ops.convert_to_numpy(

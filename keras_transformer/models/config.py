@@ -4,9 +4,11 @@ import dataclasses
 import functools
 
 PRESETS = ("tiny", "small", "base", "big")
-# The alignment that a model not trained to align gives best, measured
-# (benchmarks/alignment_quality.py): the last decoder layer, all heads.
-ALIGNMENT_LAYER = -1
+# Where word alignments are read by default: the penultimate decoder layer
+# (None; the only one of a one-layer decoder), all its heads (0), measured
+# best for a model not trained to align (benchmarks/alignment_quality.py),
+# as Garg et al. (2019) found.
+ALIGNMENT_LAYER = None
 ALIGNMENT_HEADS = 0
 # Settings that were fields once, and where each went. A config saved then (in
 # a .keras file or a run folder's model_config.json) still holds them:
@@ -90,7 +92,10 @@ class TransformerConfig:
         alignment_layer: the decoder layer whose cross-attention gives word
             alignments (`keras_transformer.alignment`), an index from 0
             (-1: the last layer, -2 the one before); fairseq's and
-            CTranslate2's setting of the same name.
+            CTranslate2's setting of the same name. None (the default):
+            the penultimate layer, measured best for a model not trained
+            to align (the only layer of a one-layer decoder);
+            `alignment_layer_index` resolves it.
         alignment_heads: how many of that layer's first heads to average
             for them; 0 for all (fairseq's and CTranslate2's setting).
 
@@ -122,7 +127,7 @@ class TransformerConfig:
     scale_embedding: bool = True
     output_bias: bool = False
     target_vocab_size: int | None = None
-    alignment_layer: int = ALIGNMENT_LAYER
+    alignment_layer: int | None = ALIGNMENT_LAYER
     alignment_heads: int = ALIGNMENT_HEADS
 
     def __post_init__(self):
@@ -161,12 +166,11 @@ class TransformerConfig:
                 "projection has its own bias."
             )
         layers, heads = self.num_decoder_layers, self.num_heads
-        if not _is_int(self.alignment_layer) or not (
-            -layers <= self.alignment_layer < layers
-        ):
+        layer = self.alignment_layer
+        if layer is not None and (not _is_int(layer) or not -layers <= layer < layers):
             raise ValueError(
-                f"alignment_layer must be an int in [{-layers}, {layers}) for "
-                f"{layers} decoder layers, got {self.alignment_layer!r}."
+                f"alignment_layer must be None or an int in [{-layers}, {layers}) "
+                f"for {layers} decoder layers, got {layer!r}."
             )
         if not _is_int(self.alignment_heads) or not 0 <= self.alignment_heads <= heads:
             raise ValueError(
@@ -226,6 +230,22 @@ class TransformerConfig:
             num_decoder_layers=2,
         )
         return cls(vocab_size=vocab_size, **values).replace(**overrides)
+
+    @property
+    def alignment_layer_index(self):
+        """The decoder layer that word alignments are read from, from 0.
+
+        Example:
+
+        >>> TransformerConfig.base(100).alignment_layer_index  # the penultimate
+        4
+        >>> TransformerConfig.base(100, alignment_layer=-1).alignment_layer_index
+        5
+        """
+        layers = self.num_decoder_layers
+        if self.alignment_layer is None:
+            return max(layers - 2, 0)
+        return self.alignment_layer % layers
 
     @property
     def output_vocab_size(self):

@@ -11,6 +11,7 @@ from keras_transformer.alignment import (
 )
 from keras_transformer.cli import main
 from keras_transformer.export.aligning import pharaoh_lines
+from tests.fixtures.benchmark_scripts import benchmark_module
 
 pytestmark = pytest.mark.slow
 
@@ -127,3 +128,37 @@ def test_translate_alignments_do_not_go_with_n_best(exported, tmp_path, capsys):
             + ["--alignments", str(tmp_path / "a")]
         )
     assert "--alignments go with one translation a line" in capsys.readouterr().err
+
+
+def test_the_benchmark_scores_every_layer_and_heads_on_a_gold_set(
+    translator, held_out, tmp_path
+):
+    """benchmarks/alignment_quality.py on a gold set of reversals, in the
+    Hansards set's layout (1-indexed links): the last layer, whose attention
+    is the mirror, scores best."""
+    benchmark = benchmark_module("alignment_quality")
+    pairs = held_out[:20]
+    (tmp_path / "enfr.src-tgt").write_text(
+        "".join(f"{source} ||| {target}\n" for source, target in pairs)
+    )
+    gold = [mirror_links(len(source.split())) for source, _ in pairs]
+    (tmp_path / "enfr.gold").write_text(
+        "".join(" ".join(f"{i + 1}-{j + 1}" for i, j in links) + "\n" for links in gold)
+    )
+    translator.model.save(tmp_path / "model.keras")
+    translator.tokenizer.save(str(tmp_path / "tokenizer.model"))
+    sources, targets, sure, possible = benchmark.read_gold(tmp_path)
+    assert sure == gold and possible == [set()] * 20
+    choices, miscounted, _ = benchmark.model_choices(
+        str(tmp_path / "model.keras"), sources, targets, batch_size=8
+    )
+    assert miscounted == 0
+    assert set(choices) == {
+        *(f"{layer} {heads}" for layer in (0, 1) for heads in range(5)),
+        *(f"{layer} head {head}" for layer in (0, 1) for head in range(4)),
+    }
+    rates = {
+        name: alignment_error_rate(links, sure, possible)
+        for name, links in choices.items()
+    }
+    assert rates["1 0"] <= 0.2 and rates["1 0"] < rates["0 0"]

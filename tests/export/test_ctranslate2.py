@@ -307,7 +307,7 @@ def test_the_command_translates_a_300_word_line_whole(translator, tmp_path, caps
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layer, heads", [(0, 1), (-1, 3)])
+@pytest.mark.parametrize("layer, heads", [(0, 1), (-1, 3), (None, 0)])
 def test_return_attention_is_the_configured_layer_and_heads(layer, heads, tmp_path):
     """CTranslate2's `return_attention` (forced by a target prefix) equals
     the model config's alignment attention, which `align` reads."""
@@ -339,5 +339,6 @@ def test_return_attention_is_the_configured_layer_and_heads(layer, heads, tmp_pa
     attention = teacher_forced_cross_attention(
         model, translator.target_ids([target]), outputs, mask
     )
+    layer = config.alignment_layer_index  # None: the default, the penultimate
     ours = np.asarray(alignment_attention(attention, layer, heads))[0]
     np.testing.assert_allclose(theirs, ours[: len(pieces[1]), :-1], atol=1e-5)

@@ -141,7 +141,10 @@ def test_dict_round_trip():
         ({"output_bias": True, "shared_embeddings": False}, "output_bias"),
         ({"target_vocab_size": 50}, "target_vocab_size needs shared_embeddings"),
         ({"target_vocab_size": 0, "shared_embeddings": False}, "target_vocab_size"),
-        ({"alignment_layer": 6}, r"alignment_layer must be an int in \[-6, 6\)"),
+        (
+            {"alignment_layer": 6},
+            r"alignment_layer must be None or an int in \[-6, 6\)",
+        ),
         ({"alignment_layer": -7}, "alignment_layer"),
         ({"alignment_layer": True}, "alignment_layer"),
         ({"alignment_heads": 9}, r"alignment_heads must be an int in \[0, 8\]"),
