@@ -10,14 +10,16 @@ text:
 
     python benchmarks/alignment_quality.py RUN_DIR|MODEL.keras \\
         --gold ../shared/data/word-alignment \\
-        --eflomal-text train.en train.fr
+        --eflomal-text train.en train.fr --speed EXPORT
 
 The gold set (`enfr.src-tgt`, `enfr.gold`, 1-indexed links) is the
 Hansards English-French one of `../shared/data/word-alignment`; the model
 translates English into French. eflomal aligns the training text with
 the gold pairs appended (the same text the model should have been trained
 on) and is scored on those pairs: forward, reverse, and their
-intersection and union. Prints one JSON object.
+intersection and union. With `--speed`, an export of the model is timed
+on the gold sources: its translation, `align`, and both. Prints one JSON
+object.
 """
 
 import argparse
@@ -135,6 +137,47 @@ def eflomal_rates(text_files, sources, targets, sure, possible):
     return {"aer": rates, "pairs": len(source_text), "seconds": round(seconds, 1)}
 
 
+def speed(export, sources, targets, batch_size, repeats=3):
+    """Seconds a sentence of an export's translation (the default beam
+    search), of `align` on the pairs, and of both (translate, then align
+    the translations): the fastest of `repeats` passes over the sources."""
+    from keras_transformer.export.engines import open_export
+
+    engine = open_export(export)
+    batches = [
+        (sources[start : start + batch_size], targets[start : start + batch_size])
+        for start in range(0, len(sources), batch_size)
+    ]
+
+    def translate():
+        for texts, _ in batches:
+            engine.translate(texts)
+
+    def align():
+        for texts, references in batches:
+            engine.align(texts, references)
+
+    def both():
+        for texts, _ in batches:
+            engine.align(texts, engine.translate(texts))
+
+    result = {}
+    for name, run in (("translate", translate), ("align", align), ("both", both)):
+        run()  # traced and warm
+        fastest = min(_seconds(run) for _ in range(repeats))
+        result[f"{name}_ms_per_sentence"] = round(1000 * fastest / len(sources), 2)
+    result["alignment_cost"] = round(
+        result["both_ms_per_sentence"] / result["translate_ms_per_sentence"], 3
+    )
+    return result
+
+
+def _seconds(function):
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
 def _choice(config):
     """ "layer heads" of a config, as the rows of the results name them."""
     return f"{config.alignment_layer_index} {config.alignment_heads}"
@@ -151,6 +194,12 @@ def main():
         help="the training text eflomal aligns, with the gold pairs appended",
     )
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--speed",
+        metavar="EXPORT",
+        help="also time an export of the model: translation, align, and both, "
+        "per gold sentence in batches of --batch-size",
+    )
     args = parser.parse_args()
 
     from keras_transformer.alignment import alignment_error_rate
@@ -184,6 +233,8 @@ def main():
             "seconds": round(time.perf_counter() - started, 1),
         },
     }
+    if args.speed:
+        result["speed"] = speed(args.speed, sources, targets, args.batch_size)
     if args.eflomal_text:
         result["eflomal"] = eflomal_rates(
             args.eflomal_text, sources, targets, sure, possible
