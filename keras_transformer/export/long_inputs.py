@@ -169,7 +169,7 @@ class LongInputs:
             better.
         align: None, or a function of (sources, targets), lists of str,
             to their word alignments as Pharaoh lines
-            (`SavedModelEngine.align`): then a call returns a
+            (an engine's `align`): then a call returns a
             `(translation, alignment)` pair per text, a split text's
             alignment joined from its parts' (`joined_alignment`).
 
