@@ -159,9 +159,13 @@ def fit_from(model, stream_at, validation, step, plan, callbacks):
             verbose=1 if sys.stdout.isatty() else 2,
         )
         for index, epoch in enumerate(fitted.epoch):  # a keras.callbacks.History
+            # An epoch stopped by a signal during its validation lacks the
+            # metrics after the stop (BLEU): the last epoch, since it ends
+            # the training, so each other metric's values still line up.
             history[epoch + 1] = {
                 name: round(float(values[index]), 4)
                 for name, values in fitted.history.items()
+                if index < len(values)
             }
         if model.stop_training:
             break

@@ -191,6 +191,24 @@ def test_fit_from_starts_each_segment_on_the_stream_of_its_step():
     assert fits == [("stream at 25", 2, 3, 5), ("stream at 30", 3, 6, 10)]
 
 
+def test_fit_from_keeps_an_epoch_whose_validation_a_signal_stopped():
+    """SIGTERM during the validation of epoch 2: Keras's History has no
+    BLEU for it, and the training stops (a run once died here with an
+    IndexError instead of saying how to resume)."""
+
+    class Model:
+        stop_training = False
+
+        def fit(self, stream, initial_epoch, epochs, steps_per_epoch, **kwargs):
+            self.stop_training = True
+            history = {"loss": [2.0, 1.5], "val_bleu": [3.0]}
+            return types.SimpleNamespace(epoch=[0, 1], history=history)
+
+    plan = types.SimpleNamespace(steps_per_epoch=10, total_steps=60)
+    history = fit_from(Model(), lambda step: None, None, 0, plan, [])
+    assert history == {1: {"loss": 2.0, "val_bleu": 3.0}, 2: {"loss": 1.5}}
+
+
 def test_test_sources_past_the_limit_are_counted_for_the_warning():
     from keras_transformer.recipe.evaluation import long_sources
 
