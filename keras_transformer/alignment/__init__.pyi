@@ -1,12 +1,16 @@
 from .links import alignment_attention, piece_roles, word_links, word_positions
+from .markup import Element, restore_markup, split_markup
 from .pharaoh import alignment_error_rate, format_pharaoh, parse_pharaoh
 
 __all__ = [
+    "Element",
     "alignment_attention",
     "alignment_error_rate",
     "format_pharaoh",
     "parse_pharaoh",
     "piece_roles",
+    "restore_markup",
+    "split_markup",
     "word_links",
     "word_positions",
 ]

@@ -1,0 +1,121 @@
+"""Markup through a translation: well-formed, verbatim, where the words went."""
+
+import collections
+import random
+import re
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from keras_transformer.alignment.markup import (
+    PROTECTED,
+    restore_markup,
+    split_markup,
+)
+
+TAGS = ["<b>", '<i class="x">', '<a href="/f?a=1&amp;b=2">', "<span>"]
+VOIDS = ["<br/>", '<img src="a.png"/>', "<!-- c -->"]
+PLACEHOLDERS = ["%s", "%1$d", "{name}", "{{count}}", "https://x.org/a", "me@x.org"]
+WORDS = ["the", "file", "was", "saved", "AT&amp;T", "to", "disk"]
+
+
+def random_markup(rng, depth=0):
+    """A well-formed fragment of words, nested tags, voids and placeholders."""
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.random()
+        if kind < 0.25 and depth < 3:
+            tag = rng.choice(TAGS)
+            name = re.match(r"<(\w+)", tag)[1]
+            parts.append(f"{tag}{random_markup(rng, depth + 1)}</{name}>")
+        elif kind < 0.35:
+            parts.append(rng.choice(VOIDS))
+        elif kind < 0.45:
+            parts.append(rng.choice(PLACEHOLDERS))
+        else:
+            parts.append(" ".join(rng.choices(WORDS, k=rng.randint(1, 3))))
+    return " ".join(parts)
+
+
+def markup_counts(text):
+    tags = re.findall(r"<[^>]+>", text)
+    return collections.Counter(tags), collections.Counter(PROTECTED.findall(text))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_output_is_well_formed_and_keeps_every_tag_and_placeholder(seed):
+    """Random markup, a translation that shuffles the words, random links."""
+    rng = random.Random(seed)
+    source = random_markup(rng)
+    plain, elements = split_markup(source)
+    words = plain.split()
+    translation = rng.sample(words, len(words)) + ["extra"] * rng.randint(0, 2)
+    links = {
+        (i, j)
+        for i in range(len(words))
+        for j in range(len(translation))
+        if rng.random() < 0.3
+    }
+    output = restore_markup(" ".join(translation), elements, links)
+    ElementTree.fromstring(f"<root>{output}</root>")  # well-formed
+    assert markup_counts(output) == markup_counts(source)
+    text = PROTECTED.sub(" ", re.sub(r"<[^>]+>", " ", output))
+    assert text.split() == [word.replace("&", "&amp;") for word in translation]
+
+
+def test_a_tag_goes_around_the_words_its_words_are_linked_to():
+    plain, elements = split_markup('Open <a href="f">the file</a> <b>now</b>.')
+    assert plain == "Open the file now."
+    # "Öffne jetzt die Datei." : Open-Öffne, the-die, file-Datei, now.-jetzt
+    output = restore_markup("Öffne jetzt die Datei.", elements, "0-0 1-2 2-3 3-1")
+    assert output == 'Öffne <b>jetzt</b> <a href="f">die Datei.</a>'
+
+
+def test_protected_spans_and_untranslated_elements_come_back_verbatim():
+    source = (
+        'Run <code>rm -rf &lt;dir&gt;</code> or <span translate="no">keep '
+        "<b>this</b></span> for %1$s at https://x.org/a?b=1."
+    )
+    plain, elements = split_markup(source)
+    assert "rm" not in plain and "keep" not in plain and "%1$s" not in plain
+    words = plain.split()
+    output = restore_markup(plain, elements, {(i, i) for i in range(len(words))})
+    for span in (
+        "<code>rm -rf &lt;dir&gt;</code>",
+        '<span translate="no">keep <b>this</b></span>',
+        "%1$s",
+        "https://x.org/a?b=1",
+    ):
+        assert output.count(span) == 1, span
+
+
+def test_html_void_elements_need_no_end_tag_and_part_words():
+    plain, elements = split_markup("one<br>two <img src=a.png> three", "html")
+    assert plain.split() == ["one", "two", "three"]
+    output = restore_markup("un deux trois", elements, "0-0 1-1 2-2", "html")
+    assert output == "un <br>deux <img src=a.png> trois"
+
+
+def test_entities_are_text_and_come_back_escaped():
+    plain, elements = split_markup("AT&amp;T &lt;3 &eacute;t&eacute;")
+    assert plain == "AT&T <3 été" and not elements
+    assert restore_markup(plain, elements, "") == "AT&amp;T &lt;3 été"
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("a <b>c</i>", "</i> where </b> was due"),
+        ("a <b>c", "<b> is never closed"),
+        ("a </b>", "</b> where no end tag was due"),
+        ("<br>x", "<br> is never closed"),  # xml: a void tag must close itself
+    ],
+)
+def test_markup_that_is_not_well_formed_is_an_error_naming_the_tag(source, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        split_markup(source)
+
+
+def test_an_unknown_mode_is_an_error():
+    with pytest.raises(ValueError, match="mode must be one of xml, html"):
+        split_markup("a", "sgml")
