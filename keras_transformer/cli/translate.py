@@ -184,6 +184,15 @@ def add_translate_parser(commands):
         "(a split line's joined from its parts')",
     )
     parser.add_argument(
+        "--markup",
+        choices=("xml", "html"),
+        help="carry each line's inline tags, entities and placeholders (printf, "
+        "{name}, URLs, e-mail addresses) through its translation by the word "
+        'alignment; <code> and translate="no" elements stay unchanged; a '
+        "line that is not well-formed is translated as plain text and counted "
+        "on stderr",
+    )
+    parser.add_argument(
         "--n-best",
         type=int,
         metavar="K",
@@ -240,12 +249,14 @@ def translate(args):
             references=_references(args.reference),
             controls=controls,
             glossary=glossary,
+            markup=args.markup,
         )
     else:
-        if (args.reference, args.max_input_length, args.alignments) != (None,) * 3:
+        one_a_line = (args.reference, args.max_input_length, args.alignments)
+        if one_a_line + (args.markup,) != (None,) * 4:
             raise ValueError(
-                "--reference, --max-input-length and --alignments go with one "
-                "translation a line, not with --n-best or --sampling."
+                "--reference, --max-input-length, --alignments and --markup go "
+                "with one translation a line, not with --n-best or --sampling."
             )
         if args.sampling is not None and glossary is not None:
             raise ValueError(

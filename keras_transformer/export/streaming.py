@@ -13,6 +13,7 @@ import tensorflow as tf
 from keras_transformer.export.engines import open_export
 from keras_transformer.export.glossary import constraint_terms
 from keras_transformer.export.long_inputs import LongInputs, check_policy
+from keras_transformer.export.markup_lines import MarkupTranslation
 
 
 def translation_function(
@@ -257,6 +258,7 @@ def translate_lines(
     glossary=None,
     constraints=None,
     alignments=None,
+    markup=None,
 ):
     """Translates `lines` (bytes, one sentence each) into `output`, a line each.
 
@@ -296,7 +298,12 @@ def translate_lines(
             part.
         alignments: None, or a text stream that gets each translation's
             word alignment with its line, a Pharaoh line each (a split
-            line's joined from its parts').
+            line's joined from its parts'; with `markup`, of the plain
+            texts).
+        markup: None, "xml" or "html": each line's tags and placeholders
+            are carried through its translation (`MarkupTranslation`);
+            lines whose markup is not well-formed are translated as plain
+            text and counted on stderr at the end.
 
     Returns:
         None, or with `references`, `corpus_scores` of the translations.
@@ -314,24 +321,30 @@ def translate_lines(
         threads,
         controls,
         glossary,
-        aligned=alignments is not None,
+        aligned=alignments is not None or markup is not None,
     )
     engine = translate.translate.engine  # the export's, see `translation_function`
+    summaries = [translate]
+    if markup is not None:
+        translate = MarkupTranslation(translate, markup)
+        summaries.append(translate)
     run, texts = with_line_files(translate, decoded_lines(lines), prefixes, constraints)
     translations = [] if references is not None else None
     for ahead in translate_batches(
         run, texts, batch_size, total, window=window, key=text_length
     ):
-        if alignments is not None:
+        if alignments is not None or markup is not None:
             ahead, links = (list(column) for column in zip(*ahead, strict=True))
+        if alignments is not None:
             alignments.write("".join(line + "\n" for line in links))
             alignments.flush()
         output.write("".join(translation + "\n" for translation in ahead))
         output.flush()
         if translations is not None:
             translations += ahead
-    if translate.summary():
-        print(translate.summary(), file=sys.stderr)
+    for counted in summaries:
+        if counted.summary():
+            print(counted.summary(), file=sys.stderr)
     report_cut_prefixes(engine)
     if references is None:
         return None

@@ -1,5 +1,8 @@
 """The `align` signature: word alignments of given translations."""
 
+import re
+import xml.etree.ElementTree as ElementTree
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -121,13 +124,37 @@ def test_translate_alignments_go_with_each_line_and_a_split_line_s_parts(
     assert all((i < 6) == (j < 6) for i, j in split_links)
 
 
-def test_translate_alignments_do_not_go_with_n_best(exported, tmp_path, capsys):
+@pytest.mark.parametrize("flag", [["--alignments", "links.txt"], ["--markup", "xml"]])
+def test_alignments_and_markup_do_not_go_with_n_best(exported, flag, capsys):
     with pytest.raises(SystemExit):
-        main(
-            ["translate", exported, "a b", "--n-best", "2"]
-            + ["--alignments", str(tmp_path / "a")]
+        main(["translate", exported, "a b", "--n-best", "2", *flag])
+    error = capsys.readouterr().err
+    assert "--alignments and --markup go with one translation a line" in error
+
+
+def test_translate_markup_carries_tags_and_placeholders_through(
+    exported, tmp_path, capsys
+):
+    """The reversal model reverses the plain words; the tags, the void tag
+    and the placeholder come back verbatim around and before their words
+    (a mirror, mostly), the output well-formed, and a line that is not
+    well-formed is translated as it is and counted."""
+    texts = ["a <b>b c</b> d e", "f %s g h", '<i class="x">i</i> j<br/>k l', "m <b>n"]
+    inputs = write_lines(tmp_path / "inputs.txt", texts)
+    main(["translate", exported, str(inputs), "--markup", "xml"])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 4
+    for source, line in zip(texts[:3], lines[:3], strict=True):
+        ElementTree.fromstring(f"<root>{line}</root>")
+        assert sorted(re.findall(r"<[^>]+>|%s", line)) == sorted(
+            re.findall(r"<[^>]+>|%s", source)
         )
-    assert "--alignments go with one translation a line" in capsys.readouterr().err
+    plain = re.sub(r"<[^>]+>|%s", " ", lines[1] + " " + lines[0]).split()
+    assert plain == ["h", "g", "f", "e", "d", "c", "b", "a"]
+    assert "1 line was not well-formed xml and translated as plain text" in (
+        captured.err
+    )
 
 
 def test_the_benchmark_scores_every_layer_and_heads_on_a_gold_set(
