@@ -12,8 +12,10 @@ words that the hard word alignment links to its source words, as Bergamot
 rebuilds tags. Tags and protected spans come back verbatim, attributes
 and all, each as often as in the source, and the output is well-formed
 whenever the input is: ranges are kept nested (a child within its parent,
-siblings apart). Entities are read as their characters, and the output
-escapes `&`, `<` and `>` in the translated text.
+siblings apart). Entities are read as their characters; in XML the output
+escapes `&`, `<` and `>` in the translated text, in HTML only a `<` that
+would open a tag and an `&` that would read as an entity (HTML reads a
+bare `<` or `&` as text).
 
 Pure Python: `split_markup` before translating, `restore_markup` after,
 with the alignment of the two plain texts (`Translator.align`).
@@ -58,6 +60,9 @@ class Element:
         space_before, space_after: whether whitespace stood before and
             after an element of no words in the source, so that it comes
             back with its spacing.
+        word, offset: for an element of no words that stood inside a
+            source word (`'%s'`, `<%s>`), that word of the plain text and
+            the place in it; "" and 0 otherwise.
     """
 
     start: str
@@ -67,6 +72,8 @@ class Element:
     parent: int | None
     space_before: bool = False
     space_after: bool = False
+    word: str = ""
+    offset: int = 0
 
 
 def split_markup(text, mode="xml"):
@@ -155,7 +162,9 @@ def split_markup(text, mode="xml"):
             hidden = (match.start(), len(open_tags))
             open_tags.append((name, None))
         else:
-            spans.append([match[0], "", offset(), None, _parent(open_tags), 0, 0])
+            spans.append(
+                [match[0], "", offset(), None, _parent(open_tags), False, False]
+            )
             open_tags.append((name, len(spans) - 1))
     if open_tags:
         raise ValueError(
@@ -164,10 +173,15 @@ def split_markup(text, mode="xml"):
     add_text(html.unescape(text[position:]))
     plain = "".join(plain)
     words = [match.span() for match in re.finditer(r"\S+", plain)]
-    return plain, [
-        Element(start, end, *_word_range(words, a, b), parent, bool(x), bool(y))
-        for start, end, a, b, parent, x, y in spans
-    ]
+    elements = []
+    for start, end, a, b, parent, x, y in spans:
+        element = Element(start, end, *_word_range(words, a, b), parent, x, y)
+        if a == b and element.stop > element.first:  # inside a word
+            first, last = words[element.first]
+            element.stop = element.first
+            element.word, element.offset = plain[first:last], a - first
+        elements.append(element)
+    return plain, elements
 
 
 def _parent(open_tags):
@@ -197,7 +211,8 @@ def restore_markup(translation, elements, links, mode="xml"):
     whose words have no links, goes before the target word linked to the
     source word it stood before (the first target word after the words
     linked to the source words before it, where that word has no links),
-    and covers no words. Text is escaped; markup is verbatim.
+    and covers no words. Text is escaped (`mode`'s rules); markup is
+    verbatim.
 
     Args:
         translation: the translated plain text.
@@ -224,14 +239,23 @@ def restore_markup(translation, elements, links, mode="xml"):
     for i, j in links:
         if j < len(words):
             targets.setdefault(i, set()).add(j)
-    ranges = []
-    for element in elements:
+    ranges, inside = [], {}
+    for index, element in enumerate(elements):
         bounds = (0, len(words))
         if element.parent is not None:
             bounds = ranges[element.parent]
         linked = set().union(
             *(targets.get(i, ()) for i in range(element.first, element.stop))
         )
+        same = [  # target words copied from the source word it stood inside
+            j
+            for j in sorted(targets.get(element.first, ()))
+            if element.word and translation[slice(*words[j])] == element.word
+        ]
+        if same and bounds[0] <= same[0] < bounds[1]:
+            inside[index] = same[0]
+            ranges.append((same[0], same[0]))
+            continue
         if linked:
             first, stop = min(linked), max(linked) + 1
         else:
@@ -242,7 +266,7 @@ def restore_markup(translation, elements, links, mode="xml"):
             if other.parent == element.parent
         ]
         ranges.append(_apart(*_clip(first, stop, bounds), siblings, bounds))
-    return _assemble(translation, words, elements, ranges, mode)
+    return _assemble(translation, words, elements, ranges, inside, mode)
 
 
 def _target_position(targets, word):
@@ -275,20 +299,27 @@ def _apart(first, stop, siblings, bounds):
     return first, stop
 
 
-def _assemble(translation, words, elements, ranges, mode):
-    """The translation, escaped, with each element's text at its range."""
-    del mode  # both modes escape the same three characters
+def _assemble(translation, words, elements, ranges, inside, mode):
+    """The translation, escaped, with each element's text at its range, or
+    inside the target word `inside` gives its index."""
     before = [[] for _ in range(len(words) + 1)]  # markup before word k
     after = [[] for _ in range(len(words) + 1)]  # end tags after word k - 1
+    within = [[] for _ in range(len(words) + 1)]  # (offset, markup) in word k
+    glued = [[] for _ in range(len(words) + 1)]  # right after word k - 1
     depth = []
     for element in elements:
         depth.append(0 if element.parent is None else depth[element.parent] + 1)
     for index, (element, (first, stop)) in enumerate(
         zip(elements, ranges, strict=True)
     ):
-        if first == stop:  # before a word, or at the end, with its spacing
+        if index in inside:
+            within[inside[index]].append((element.offset, index, element.start))
+        elif first == stop:  # by a word, or at the end, with its spacing
             markup = element.start + element.end
-            if first < len(words):
+            if first and not (element.space_before or element.word):  # glued
+                # to the end of the word before it, as in "(%d" or "one<br>"
+                glued[first].append(markup)
+            elif first < len(words):
                 before[first].append(markup + " " * element.space_after)
             else:
                 before[first].append(" " * element.space_before + markup)
@@ -299,14 +330,26 @@ def _assemble(translation, words, elements, ranges, mode):
     for k in range(len(words) + 1):
         start = words[k][0] if k < len(words) else len(translation)
         end_of_last = words[k - 1][1] if k else 0
-        pieces.append(_escape(translation[position:end_of_last]))
+        word = translation[position:end_of_last]  # word k - 1
+        last = 0
+        for offset, _, markup in sorted(within[k - 1]) if k else ():
+            pieces += [_escape(word[last:offset], mode), markup]
+            last = offset
+        pieces.append(_escape(word[last:], mode))
+        pieces.extend(glued[k])
         pieces.extend(tag for _, _, tag in sorted(after[k]))
-        pieces.append(_escape(translation[end_of_last:start]))
+        pieces.append(_escape(translation[end_of_last:start], mode))
         pieces.extend(before[k])
         position = start
-    pieces.append(_escape(translation[position:]))
+    pieces.append(_escape(translation[position:], mode))
     return "".join(pieces)
 
 
-def _escape(text):
-    return html.escape(text, quote=False)
+def _escape(text, mode):
+    """Text as it may stand in the output: in XML, `&`, `<` and `>` escaped;
+    in HTML only a `<` that would open a tag and an `&` that would read as
+    an entity, so that text such as `<%s>` or `AT&T` stays as written."""
+    if mode == "xml":
+        return html.escape(text, quote=False)
+    text = re.sub(r"&(?=#?\w+;)", "&amp;", text)
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)

@@ -30,8 +30,10 @@ def random_markup(rng, depth=0):
             parts.append(f"{tag}{random_markup(rng, depth + 1)}</{name}>")
         elif kind < 0.35:
             parts.append(rng.choice(VOIDS))
-        elif kind < 0.45:
-            parts.append(rng.choice(PLACEHOLDERS))
+        elif kind < 0.45:  # alone, or inside a word: 'name' or (name)
+            quotes = rng.choice(["", "", "''", "()"])
+            placeholder = rng.choice(PLACEHOLDERS)
+            parts.append(f"{quotes[:1]}{placeholder}{quotes[1:]}")
         else:
             parts.append(" ".join(rng.choices(WORDS, k=rng.randint(1, 3))))
     return " ".join(parts)
@@ -59,7 +61,7 @@ def test_output_is_well_formed_and_keeps_every_tag_and_placeholder(seed):
     output = restore_markup(" ".join(translation), elements, links)
     ElementTree.fromstring(f"<root>{output}</root>")  # well-formed
     assert markup_counts(output) == markup_counts(source)
-    text = PROTECTED.sub(" ", re.sub(r"<[^>]+>", " ", output))
+    text = PROTECTED.sub("", re.sub(r"<[^>]+>", " ", output))
     assert text.split() == [word.replace("&", "&amp;") for word in translation]
 
 
@@ -93,13 +95,33 @@ def test_html_void_elements_need_no_end_tag_and_part_words():
     plain, elements = split_markup("one<br>two <img src=a.png> three", "html")
     assert plain.split() == ["one", "two", "three"]
     output = restore_markup("un deux trois", elements, "0-0 1-1 2-2", "html")
-    assert output == "un <br>deux <img src=a.png> trois"
+    assert output == "un<br> deux <img src=a.png> trois"
+
+
+def test_a_placeholder_inside_a_word_goes_inside_its_copy():
+    plain, elements = split_markup("Saved '%s' (%d bytes)")
+    assert plain.split() == ["Saved", "''", "(", "bytes)"]
+    output = restore_markup("Enregistré '' ( octets)", elements, "0-0 1-1 2-2 3-3")
+    assert output == "Enregistré '%s' (%d octets)"
+    # A word translated otherwise: the placeholder goes before it.
+    output = restore_markup("Enregistré « » ( octets)", elements, "0-0 1-1 1-2 2-3")
+    assert output == "Enregistré %s« » (%d octets)"
 
 
 def test_entities_are_text_and_come_back_escaped():
     plain, elements = split_markup("AT&amp;T &lt;3 &eacute;t&eacute;")
     assert plain == "AT&T <3 été" and not elements
     assert restore_markup(plain, elements, "") == "AT&amp;T &lt;3 été"
+
+
+def test_html_escapes_only_what_would_read_as_markup():
+    """A bare `<` or `&` is text in HTML: `<%s>` and `AT&T` stay as written."""
+    source = "See <%s> at AT&T, &lt;b&gt; &amp;amp;"
+    plain, elements = split_markup(source, "html")
+    assert plain == "See <> at AT&T, <b> &amp;"
+    output = restore_markup(plain, elements, "0-0 1-1", "html")
+    assert output == "See <%s> at AT&T, &lt;b> &amp;amp;"
+    split_markup(output, "html")  # well-formed
 
 
 @pytest.mark.parametrize(
