@@ -111,9 +111,13 @@ def split_markup(text, mode="xml"):
     def offset():
         return sum(len(chunk) for chunk in plain)
 
+    def after_space():
+        last = next((chunk for chunk in reversed(plain) if chunk), "")
+        return last[-1:].isspace()
+
     def add_void(markup, next_character):
         """An element of no words; `next_character` follows it in the source."""
-        before = bool(plain) and plain[-1][-1:].isspace()
+        before = after_space()
         # Glued to the next word only where a character of text follows.
         after = next_character in ("", "<") or next_character.isspace()
         at = offset()
@@ -154,7 +158,7 @@ def split_markup(text, mode="xml"):
         ):
             if hidden is None:
                 add_void(match[0], following)
-                if plain and not plain[-1][-1:].isspace():
+                if offset() and not after_space():
                     plain.append(" ")  # a line break or image parts words
         elif hidden is not None:
             open_tags.append((name, None))
@@ -176,7 +180,7 @@ def split_markup(text, mode="xml"):
     elements = []
     for start, end, a, b, parent, x, y in spans:
         element = Element(start, end, *_word_range(words, a, b), parent, x, y)
-        if a == b and element.stop > element.first:  # inside a word
+        if not end and a == b and element.stop > element.first:  # in a word
             first, last = words[element.first]
             element.stop = element.first
             element.word, element.offset = plain[first:last], a - first
@@ -316,8 +320,11 @@ def _assemble(translation, words, elements, ranges, inside, mode):
             within[inside[index]].append((element.offset, index, element.start))
         elif first == stop:  # by a word, or at the end, with its spacing
             markup = element.start + element.end
-            if first and not (element.space_before or element.word):  # glued
-                # to the end of the word before it, as in "(%d" or "one<br>"
+            glued_to_word = first and not (
+                element.end or element.space_before or element.word
+            )
+            if glued_to_word:
+                # to the end of the word before it: "(%d", "one<br>"
                 glued[first].append(markup)
             elif first < len(words):
                 before[first].append(markup + " " * element.space_after)

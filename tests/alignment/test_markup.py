@@ -108,6 +108,13 @@ def test_a_placeholder_inside_a_word_goes_inside_its_copy():
     assert output == "Enregistré %s« » (%d octets)"
 
 
+def test_an_empty_element_inside_a_word_wraps_the_word():
+    plain, elements = split_markup("Da<b></b>tei <i> </i>speichern")
+    assert plain == "Datei  speichern"
+    output = restore_markup("file save", elements, "0-0 1-1")
+    assert output == "<b>file</b> <i></i>save"
+
+
 def test_entities_are_text_and_come_back_escaped():
     plain, elements = split_markup("AT&amp;T &lt;3 &eacute;t&eacute;")
     assert plain == "AT&T <3 été" and not elements
