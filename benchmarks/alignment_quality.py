@@ -68,23 +68,19 @@ def model_choices(model_path, sources, targets, batch_size):
     layers, heads = model.config.num_decoder_layers, model.config.num_heads
     choices, miscounted = {}, 0
     for start in range(0, len(sources), batch_size):
-        source_ids = translator.source_ids(sources[start : start + batch_size])
-        target_ids = translator.target_ids(targets[start : start + batch_size])
-        encoded, mask = model.encode(source_ids)
+        batch = slice(start, start + batch_size)
+        source_ids, target_ids, encoded, mask = translator.forced_inputs(
+            sources[batch], targets[batch]
+        )
         attention = teacher_forced_cross_attention(model, target_ids, encoded, mask)
         source_words = word_positions(source_ids, translator.source_piece_roles)
         target_words = word_positions(target_ids, translator.target_piece_roles)
-        for row, (words, text) in enumerate(
-            zip(
-                np.asarray(source_words).max(axis=1) + 1,
-                sources[start : start + batch_size],
-                strict=True,
+        for words, texts in ((source_words, sources), (target_words, targets)):
+            counts = np.asarray(words).max(axis=1) + 1  # (B,) words a row
+            miscounted += sum(
+                int(count != len(text.split()))
+                for count, text in zip(counts, texts[batch], strict=True)
             )
-        ):
-            target_count = int(np.asarray(target_words)[row].max()) + 1
-            target_text = targets[start + row]
-            miscounted += int(words != len(text.split()))
-            miscounted += int(target_count != len(target_text.split()))
         options = [(layer, n) for layer in range(layers) for n in range(heads + 1)]
         options += [(layer, "head", h) for layer in range(layers) for h in range(heads)]
         for option in options:

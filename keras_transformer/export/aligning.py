@@ -16,8 +16,8 @@ from keras_transformer.special_ids import START_ID
 class Aligning:
     """The `align` signature of a `Translator`.
 
-    A mixin: it uses the translator's `model`, `tokenizer`, `source_ids`
-    and `target_ids`; the translator's `__init__` calls `_track_words`.
+    A mixin: it uses the translator's `model`, `tokenizer` and
+    `forced_inputs`; the translator's `__init__` calls `_track_words`.
     The layer and heads it reads are the model config's
     `alignment_layer` and `alignment_heads`.
     """
@@ -47,12 +47,9 @@ class Aligning:
             word j, from 0) by source word, then target word, separated
             by spaces (the Pharaoh format)}.
         """
-        tf.debugging.assert_equal(
-            tf.shape(source), tf.shape(target), "source and target sizes differ"
+        source_ids, target_ids, encoder_outputs, mask = self.forced_inputs(
+            source, target
         )
-        source_ids = self.source_ids(source)  # (B, S)
-        target_ids = self.target_ids(target)  # (B, T)
-        encoder_outputs, mask = self.model.encode(source_ids)
         attention = teacher_forced_cross_attention(
             self.model, target_ids, encoder_outputs, mask, START_ID
         )  # (B, layers, h, T, S)

@@ -153,6 +153,16 @@ class Translator(Sampling, ControlledTranslation, Aligning, tf.Module):
         short = tf.maximum(1 - tf.shape(ids)[1], 0)  # T >= 1 at batch 0
         return tf.pad(ids, [[0, 0], [0, short]], constant_values=PAD_ID)  # (B, T)
 
+    def forced_inputs(self, source, target):
+        """Forced decoding's inputs of string pairs (B,): source ids (B, S),
+        target ids (B, T), and the encoder's outputs and padding mask."""
+        tf.debugging.assert_equal(
+            tf.shape(source), tf.shape(target), "source and target sizes differ"
+        )
+        source_ids = self.source_ids(source)  # (B, S)
+        encoder_outputs, mask = self.model.encode(source_ids)
+        return source_ids, self.target_ids(target), encoder_outputs, mask
+
     def _search(self, source_ids, beam_size, alpha, num_results=1, **options):
         """The `num_results` best outputs: ids (B, K, L), scores (B, K).
 
@@ -265,12 +275,9 @@ class Translator(Sampling, ControlledTranslation, Aligning, tf.Module):
             "tokens": int32 (B,), the target's pieces + 1 (the end id);
             "per_token": float32 (B,), score / tokens}.
         """
-        tf.debugging.assert_equal(
-            tf.shape(source), tf.shape(target), "source and target sizes differ"
+        source_ids, target_ids, encoder_outputs, mask = self.forced_inputs(
+            source, target
         )
-        source_ids = self.source_ids(source)  # (B, S)
-        target_ids = self.target_ids(target)  # (B, T)
-        encoder_outputs, mask = self.model.encode(source_ids)
         log_probs = token_log_probabilities(
             self.model, target_ids, encoder_outputs, mask, START_ID
         )  # (B, T)
