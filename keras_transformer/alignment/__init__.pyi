@@ -1,4 +1,10 @@
-from .links import alignment_attention, piece_roles, word_links, word_positions
+from .links import (
+    alignment_attention,
+    piece_roles,
+    piece_word_positions,
+    word_links,
+    word_positions,
+)
 from .markup import Element, restore_markup, split_markup
 from .pharaoh import alignment_error_rate, format_pharaoh, parse_pharaoh
 
@@ -9,6 +15,7 @@ __all__ = [
     "format_pharaoh",
     "parse_pharaoh",
     "piece_roles",
+    "piece_word_positions",
     "restore_markup",
     "split_markup",
     "word_links",

@@ -81,6 +81,30 @@ def word_positions(ids, roles):
     return ops.where(in_word, words, -1)
 
 
+def piece_word_positions(pieces):
+    """`word_positions` of rows of piece strings (no padding, start or end
+    pieces), e.g. CTranslate2's: int32 (B, L), -1 past each row's end.
+
+    Example:
+
+    >>> piece_word_positions([["▁Da", "tei"], ["▁a"]]).tolist()
+    [[0, 0], [0, -1]]
+    """
+    length = max(len(row) for row in pieces)
+    ids = np.full((len(pieces), length), _STAND_IN[NO_WORD], np.int32)
+    for index, row in enumerate(pieces):
+        ids[index, : len(row)] = [
+            _STAND_IN[STARTS_WORD if piece.startswith(WORD_START) else IN_WORD]
+            for piece in row
+        ]
+    return np.asarray(word_positions(ids, _STAND_IN_ROLES))
+
+
+# Stand-in ids for each role, and the roles by those ids.
+_STAND_IN = {IN_WORD: 0, STARTS_WORD: 1, NO_WORD: 2}
+_STAND_IN_ROLES = np.array([IN_WORD, STARTS_WORD, NO_WORD], np.int32)
+
+
 def alignment_attention(cross_attention, layer, heads=0):
     """The attention that aligns: one layer's, averaged over its first heads.
 

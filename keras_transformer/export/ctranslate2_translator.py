@@ -5,13 +5,7 @@ import os
 
 import numpy as np
 
-from keras_transformer.alignment.links import (
-    IN_WORD,
-    NO_WORD,
-    STARTS_WORD,
-    word_links,
-    word_positions,
-)
+from keras_transformer.alignment.links import piece_word_positions, word_links
 from keras_transformer.alignment.pharaoh import format_pharaoh
 from keras_transformer.data.tokenizer import sentencepiece_processors
 from keras_transformer.decoding_defaults import decoding_settings, is_greedy
@@ -22,7 +16,6 @@ from keras_transformer.export.ctranslate2_model import (
     is_ctranslate2_export,
 )
 from keras_transformer.export.saved_model import VOCABULARY_FILE
-from keras_transformer.special_ids import WORD_START
 
 
 class CTranslate2Translator:
@@ -353,8 +346,8 @@ class CTranslate2Translator:
         )
         links = word_links(
             _padded([result.attention[0] for result in batch]),  # (B, T, S)
-            _word_positions([source_pieces[index] for index in indices]),
-            _word_positions([target_pieces[index] for index in indices]),
+            piece_word_positions([source_pieces[index] for index in indices]),
+            piece_word_positions([target_pieces[index] for index in indices]),
         )  # (B, S, T)
         for index, row in zip(indices, np.asarray(links), strict=True):
             lines[index] = format_pharaoh(np.argwhere(row))
@@ -389,20 +382,6 @@ def _padded(rows):
         for position, values in enumerate(row):
             padded[index, position, : len(values)] = values
     return padded
-
-
-# The roles of `alignment.piece_roles` by a stand-in id: a piece that goes
-# on a word (0), one that starts a word (1), padding (2).
-_ROLES = np.array([IN_WORD, STARTS_WORD, NO_WORD], np.int32)
-
-
-def _word_positions(pieces):
-    """`alignment.word_positions` of lists of piece strings: int32 (B, L)."""
-    length = max(len(row) for row in pieces)
-    ids = np.full((len(pieces), length), 2, np.int32)
-    for index, row in enumerate(pieces):
-        ids[index, : len(row)] = [piece.startswith(WORD_START) for piece in row]
-    return np.asarray(word_positions(ids, _ROLES))
 
 
 class _ForcedPrefixes:
