@@ -25,13 +25,10 @@ from keras_transformer.cli.models import (
     add_evaluate_parser,
     add_export_parser,
 )
+from keras_transformer.cli.pairs import add_align_parser, add_score_parser
 from keras_transformer.cli.pictures import add_attention_parser, add_plot_parser
 from keras_transformer.cli.train import add_train_parser
-from keras_transformer.cli.translate import (
-    add_align_parser,
-    add_score_parser,
-    add_translate_parser,
-)
+from keras_transformer.cli.translate import add_translate_parser
 
 # Errors a user's input can cause: reported in one line, without a traceback
 # (ImportError: an optional dependency is missing).

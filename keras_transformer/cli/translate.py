@@ -1,4 +1,4 @@
-"""`translate`, `score` and `align`: using an export (SavedModel or CTranslate2).
+"""`translate`: using an export (SavedModel or CTranslate2).
 
 The export functions name their arguments in their errors (`n_best`,
 `beam_size`); `translate` reports them as its flags (`--n-best`,
@@ -51,7 +51,7 @@ def flag_names(error):
     return ValueError(_ARGUMENT.sub(lambda name: _FLAGS[name[0]], str(error)))
 
 
-def _reporting_flags(command):
+def reporting_flags(command):
     """`command` with its ValueErrors' argument names as flags (`flag_names`)."""
 
     @functools.wraps(command)
@@ -220,7 +220,7 @@ def add_translate_parser(commands):
     parser.set_defaults(run=translate)
 
 
-@_reporting_flags
+@reporting_flags
 def translate(args):
     from keras_transformer.evaluation import format_scores
     from keras_transformer.export import hypotheses, streaming
@@ -291,7 +291,7 @@ def _write_inputs(write, inputs, batch_size):
         return write(sys.stdin.buffer, batch_size=batch_size)
     if source is not None and os.path.isfile(source):
         with open(source, "rb") as file:
-            return write(file, batch_size=batch_size, total=_count_lines(file))
+            return write(file, batch_size=batch_size, total=count_lines(file))
     texts = [text.encode("utf-8") for text in inputs]
     return write(texts, batch_size=batch_size)
 
@@ -343,75 +343,8 @@ def _hypotheses_function(args, controls, glossary):
     )
 
 
-def _count_lines(file):
+def count_lines(file):
     """The number of lines of a binary `file`, read back to its start."""
     total = sum(1 for _ in file)
     file.seek(0)
     return total
-
-
-def add_score_parser(commands):
-    _add_pairs_parser(
-        commands,
-        "score",
-        help="log-probabilities of given translations (forced decoding)",
-        description="Writes, for each pair of lines of SOURCES and TARGETS, the "
-        "log-probability of the target given the source by forced decoding, as "
-        "sum<TAB>per_token (per_token: over the target's pieces and end token; "
-        "the sum is the score greedy decoding, and beam search at alpha 0, "
-        "gives that translation).",
-        run=score,
-    )
-
-
-def add_align_parser(commands):
-    _add_pairs_parser(
-        commands,
-        "align",
-        help="word alignments of given translations (forced decoding)",
-        description="Writes, for each pair of lines of SOURCES and TARGETS, "
-        "which source words each target word came from, as a Pharaoh line: "
-        "space-separated links i-j, source word i to target word j, counted "
-        "from 0 among the words between spaces (read from the layer and heads "
-        "of the model's alignment_layer and alignment_heads).",
-        run=align,
-    )
-
-
-def _add_pairs_parser(commands, name, run, **texts):
-    """A command over the pairs of lines of two files, as `score` and `align`."""
-    parser = commands.add_parser(name, **texts)
-    parser.add_argument(
-        "saved_model",
-        metavar="EXPORT",
-        help="a SavedModel export's version folder, or a CTranslate2 export",
-    )
-    parser.add_argument("sources", metavar="SOURCES", help="a file, a source a line")
-    parser.add_argument("targets", metavar="TARGETS", help="a file, a target a line")
-    parser.add_argument(
-        "--batch-size", type=int, default=32, help="pairs per call (default: 32)"
-    )
-    parser.set_defaults(run=run)
-
-
-@_reporting_flags
-def score(args):
-    from keras_transformer.export.hypotheses import score_lines
-
-    _write_pairs(score_lines, args)
-
-
-@_reporting_flags
-def align(args):
-    from keras_transformer.export.hypotheses import align_lines
-
-    _write_pairs(align_lines, args)
-
-
-def _write_pairs(write, args):
-    """`write` (`score_lines`, `align_lines`) of the two files of `args`."""
-    if args.batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {args.batch_size}.")
-    with open(args.sources, "rb") as sources, open(args.targets, "rb") as targets:
-        total = _count_lines(sources)
-        write(args.saved_model, sources, targets, sys.stdout, args.batch_size, total)
