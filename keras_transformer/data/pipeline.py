@@ -1,9 +1,12 @@
 """The tf.data pipeline from sentence pairs to `model.fit` batches."""
 
+import functools
 import math
 
 import tensorflow as tf
 
+from keras_transformer.alignment.links import piece_roles
+from keras_transformer.data.alignment_targets import alignment_targets
 from keras_transformer.data.checks import check_fraction
 from keras_transformer.special_ids import END_ID, PAD_ID, START_ID
 
@@ -161,8 +164,13 @@ def make_dataset(
     by the number of workers. The cost is input work repeated on every
     worker, small next to the model's.
 
+    Given `(source, target, alignment)` triples, each with its Pharaoh
+    word alignment ("" for none), the batches are `aligned_example`s, for
+    guided alignment training.
+
     Args:
-        pairs: a `tf.data.Dataset` of (source, target) scalar strings.
+        pairs: a `tf.data.Dataset` of (source, target) scalar strings, or of
+            (source, target, alignment).
         tokenizer: a `SubwordTokenizer` or `MarianTokenizer` (what is used:
             `tokenize` for sources, `tokenize_target` for targets).
         max_length: the most ids in an encoder input and a decoder input.
@@ -209,27 +217,48 @@ def make_dataset(
 
 
 def _examples(pairs, tokenizer, max_length, drop_long=False, sampling_alpha=None):
-    """The `model_example`s of `pairs`, tokenized 256 pairs at a time."""
+    """The `model_example`s of `pairs`, tokenized 256 pairs at a time; of
+    triples, `aligned_example`s."""
+    example = functools.partial(model_example, max_length=max_length)
+    if len(pairs.element_spec) == 3:
+        roles = [tf.constant(piece_roles(pieces)) for pieces in tokenizer.pieces()]
+        example = functools.partial(aligned_example, max_length=max_length, roles=roles)
     if sampling_alpha is not None:
         tokenizer = tokenizer.sampling(sampling_alpha)
     tokenized = pairs.batch(256).map(
-        lambda source, target: (
+        lambda source, target, *alignment: (
             tokenizer.tokenize(source),
             tokenizer.tokenize_target(target),
+            *alignment,
         ),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
-    tokenized = tokenized.unbatch()  # (source_ids (L,), target_ids (L,))
+    tokenized = tokenized.unbatch()  # (source_ids (L,), target_ids (L,)[, line])
     if drop_long:
         tokenized = tokenized.filter(
-            lambda source, target: (
+            lambda source, target, *alignment: (
                 tf.maximum(tf.size(source), tf.size(target)) + 1 <= max_length
             )
         )
-    return tokenized.map(
-        lambda source, target: model_example(source, target, max_length),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    return tokenized.map(example, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def aligned_example(source_ids, target_ids, alignment, max_length, roles):
+    """`model_example` with the pair's word alignment as a training target.
+
+    Args:
+        source_ids, target_ids, max_length: as for `model_example`.
+        alignment: the pair's Pharaoh line (scalar string; "" for none).
+        roles: the source's and the target's `alignment.piece_roles`.
+
+    Returns:
+        `(inputs, {"logits": labels, "alignment": (T, S) float32})`, the
+        targets of `Transformer(alignment_output=True)`'s outputs (see
+        `data.alignment_targets.alignment_targets`).
+    """
+    inputs, labels = model_example(source_ids, target_ids, max_length)
+    links = alignment_targets(alignment, inputs["encoder_inputs"], labels, *roles)
+    return inputs, {"logits": labels, "alignment": links}
 
 
 def bucket_sizes(max_length, tokens_per_batch, batch_multiple=1):

@@ -10,6 +10,10 @@ PRESETS = ("tiny", "small", "base", "big")
 # as Garg et al. (2019) found.
 ALIGNMENT_LAYER = None
 ALIGNMENT_HEADS = 0
+# Guided alignment training (Garg et al.) trains one head of that layer by
+# default, with the alignment loss weighted as Marian's default weighs it.
+GUIDED_ALIGNMENT_HEADS = 1
+GUIDED_ALIGNMENT_WEIGHT = 0.1
 # Settings that were fields once, and where each went. A config saved then (in
 # a .keras file or a run folder's model_config.json) still holds them:
 # `TransformerConfig.from_dict` drops them; the constructor, the presets and

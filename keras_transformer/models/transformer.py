@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_transformer.alignment.links import alignment_attention
 from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.masks import padding_mask_from_ids
@@ -35,24 +36,45 @@ class Transformer(keras.Model):
 
     Args:
         config: a `TransformerConfig` (or its dict).
+        alignment_output: output `{"logits": ..., "alignment": ...}`: the
+            logits and the cross-attention that aligns, float32 (B, T, S)
+            (`config.alignment_layer`'s, averaged over its first
+            `config.alignment_heads` heads; what `align` reads), to train
+            it toward given alignments (`training.GuidedAlignmentLoss`).
+            The weights are the same either way, so the weights of one
+            load into the other.
         **kwargs: base `keras.Model` arguments, e.g. `name`, or `dtype`
             (a dtype policy such as "mixed_float16"), which every sub-layer
             takes; without one they follow the global policy.
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, alignment_output=False, **kwargs):
         if isinstance(config, dict):
             config = TransformerConfig.from_dict(config)
         self.config = config
+        self.alignment_output = alignment_output
         dtype = kwargs.pop("dtype", None)  # a functional model does not take it
         self._create_layers(dtype)
         encoder_inputs = keras.Input((None,), dtype="int32", name="encoder_inputs")
         decoder_inputs = keras.Input((None,), dtype="int32", name="decoder_inputs")
         encoder_outputs, encoder_padding_mask = self.encode(encoder_inputs)
-        logits = self.decode(decoder_inputs, encoder_outputs, encoder_padding_mask)
+        layer = config.alignment_layer_index
+        x, scores = self._decoder_stack(
+            decoder_inputs,
+            encoder_outputs,
+            encoder_padding_mask,
+            attention_of=(layer,) if alignment_output else (),
+        )
+        outputs = self._logits(x)  # (B, T, V)
+        if alignment_output:  # one layer's scores only: (B, 1, h, T, S)
+            attention = ops.stack(scores, axis=1)
+            outputs = {
+                "logits": outputs,
+                "alignment": alignment_attention(attention, 0, config.alignment_heads),
+            }  # (B, T, S)
         super().__init__(
             inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
-            outputs=logits,
+            outputs=outputs,
             **kwargs,
         )
         if dtype is not None:
@@ -166,24 +188,40 @@ class Transformer(keras.Model):
             float32 logits (B, T, vocab_size), and the cross-attention if
             asked.
         """
+        layers = range(len(self.decoder_blocks)) if return_cross_attention else ()
+        x, scores = self._decoder_stack(
+            decoder_inputs, encoder_outputs, encoder_padding_mask, training, layers
+        )
+        if not return_cross_attention:
+            return self._logits(x)
+        return self._logits(x), ops.stack(scores, axis=1)
+
+    def _decoder_stack(
+        self,
+        decoder_inputs,
+        encoder_outputs,
+        encoder_padding_mask,
+        training=None,
+        attention_of=(),
+    ):
+        """The decoder blocks' output (B, T, D), and the float32
+        cross-attention (B, h, T, S) of each layer in `attention_of`."""
         decoder_padding_mask = padding_mask_from_ids(decoder_inputs)  # (B, T)
         x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
         cross_attention = []
-        for block in self.decoder_blocks:
+        for index, block in enumerate(self.decoder_blocks):
             x = block(
                 x,
                 encoder_outputs,
                 decoder_padding_mask=decoder_padding_mask,
                 encoder_padding_mask=encoder_padding_mask,
-                return_attention_scores=return_cross_attention,
+                return_attention_scores=index in attention_of,
                 training=training,
             )
-            if return_cross_attention:
+            if index in attention_of:
                 x, scores = x  # scores (B, h, T, S)
                 cross_attention.append(ops.cast(scores, "float32"))
-        if not return_cross_attention:
-            return self._logits(x)
-        return self._logits(x), ops.stack(cross_attention, axis=1)
+        return x, cross_attention
 
     def compute_cross_attention_cache(self, encoder_outputs):
         """Every decoder layer's keys and values of the encoder output.
@@ -304,6 +342,7 @@ class Transformer(keras.Model):
         # `trainable` and `dtype`, which `from_config` passes back.
         config = super().get_config()
         config["config"] = self.config.to_dict()
+        config["alignment_output"] = self.alignment_output
         return config
 
     @classmethod
@@ -311,12 +350,14 @@ class Transformer(keras.Model):
         return cls(**config)
 
 
-def build_transformer(config, name="transformer"):
+def build_transformer(config, name="transformer", alignment_output=False):
     """Builds the encoder-decoder Transformer described by `config`.
 
     Args:
         config: a `TransformerConfig`.
         name: the model's name.
+        alignment_output: also output the attention that aligns (see
+            `Transformer`).
 
     Returns:
         A `Transformer` (a functional `keras.Model`) with inputs
@@ -336,4 +377,4 @@ def build_transformer(config, name="transformer"):
             "build_transformer expects a TransformerConfig, "
             f"got {type(config).__name__}."
         )
-    return Transformer(config, name=name)
+    return Transformer(config, alignment_output=alignment_output, name=name)

@@ -11,6 +11,7 @@ from .distribution import (
     strategy_devices,
     worker_directory,
 )
+from .guided_alignment import GuidedAlignmentLoss
 from .keras_internals import FusedAdam, fix_distributed_fit
 from .losses import LabelSmoothedCrossEntropy
 from .metrics import MaskedAccuracy
@@ -25,6 +26,7 @@ from .schedules import TransformerSchedule, transformer_optimizer
 
 __all__ = [
     "FusedAdam",
+    "GuidedAlignmentLoss",
     "JIT_COMPILE",
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",

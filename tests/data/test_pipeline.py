@@ -218,3 +218,37 @@ def test_batches_in_pass_of_a_sample_estimate_the_whole(setting):
     quarter = pairs_to_dataset(pairs).shuffle(3000, seed=1).take(750)
     estimate = batches_in_pass(quarter, tokenizer, scale=4.0, **settings)
     assert abs(estimate - whole) <= 0.05 * whole
+
+
+def test_aligned_pairs_carry_their_links_to_the_pieces(setting):
+    """Triples give `{"logits", "alignment"}` targets: word i of each source
+    linked to word i of its target, seen piece by piece after batching and
+    truncation, checked against `alignment.word_positions`."""
+    pairs, tokenizer = setting
+    pairs = pairs[:300]
+    lines = [
+        " ".join(f"{i}-{i}" for i in range(min(len(s.split()), len(t.split()))))
+        for s, t in pairs
+    ]
+    triples = tf.data.Dataset.from_tensor_slices(
+        tuple(map(list, zip(*pairs, strict=True))) + (lines,)
+    )
+    source_roles, target_roles = (
+        kt.alignment.piece_roles(pieces) for pieces in tokenizer.pieces()
+    )
+    linked = 0
+    for inputs, targets in make_dataset(
+        triples, tokenizer, max_length=8, tokens_per_batch=256, shuffle_buffer=0
+    ):
+        source_words = np.asarray(
+            kt.alignment.word_positions(inputs["encoder_inputs"], source_roles)
+        )  # (B, S)
+        target_words = np.asarray(
+            kt.alignment.word_positions(targets["logits"], target_roles)
+        )  # (B, T)
+        expected = (target_words[:, :, None] == source_words[:, None, :]) & (
+            target_words[:, :, None] >= 0
+        )  # (B, T, S)
+        np.testing.assert_array_equal(targets["alignment"], expected)
+        linked += int(expected.sum())
+    assert linked > 300

@@ -294,3 +294,28 @@ def test_decode_step_names_rows_that_do_not_fit_the_cross_attention_cache():
     message = "has 6 rows, but cross_attention_cache has 3 rows and rows_per_item=1"
     with pytest.raises(ValueError, match=message):
         model.decode_step(beams, model.init_cache(6), 0, *context)
+
+
+@pytest.mark.parametrize("layer, heads", [(None, 1), (0, 0), (-1, 3)])
+def test_alignment_output_is_the_attention_that_aligns(layer, heads, tmp_path):
+    """`align`'s attention, the logits unchanged, and the weights the plain
+    model's (both ways), through a `.keras` round trip."""
+    config = dict(alignment_layer=layer, alignment_heads=heads)
+    model = build_transformer(
+        TransformerConfig.tiny(VOCAB, d_model=32, d_ff=64, dropout=0.0, **config),
+        alignment_output=True,
+    )
+    path = tmp_path / "model.keras"
+    model.save(path)
+    model = keras.saving.load_model(path)
+    outputs = model({"encoder_inputs": SOURCE, "decoder_inputs": TARGET})
+    plain = tiny_model(**config)
+    plain.set_weights(model.get_weights())
+    encoder_outputs, mask = plain.encode(SOURCE)
+    logits_, attention = plain.decode(
+        TARGET, encoder_outputs, mask, return_cross_attention=True
+    )
+    np.testing.assert_allclose(outputs["logits"], logits_, atol=1e-6)
+    index = plain.config.alignment_layer_index
+    expected = np.array(attention)[:, index, : heads or None].mean(axis=1)
+    np.testing.assert_allclose(outputs["alignment"], expected, atol=1e-6)

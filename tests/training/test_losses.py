@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from keras_transformer import LabelSmoothedCrossEntropy
+from keras_transformer.training import GuidedAlignmentLoss
 
 RNG = np.random.default_rng(0)
 LABELS = np.array([[4, 2, 7, 0, 0], [1, 3, 0, 0, 0]])
@@ -99,3 +100,25 @@ def test_serializes():
 def test_bad_smoothing_raises():
     with pytest.raises(ValueError, match="label_smoothing"):
         LabelSmoothedCrossEntropy(label_smoothing=1.0)
+
+
+def test_guided_alignment_loss_is_the_cross_entropy_of_linked_rows():
+    """Each linked row's links made a distribution, -sum p log q averaged over
+    the linked rows; rows without links (padding) add nothing."""
+    links = (RNG.random((2, 4, 5)) < 0.3).astype("float32")
+    links[0, 1] = 0.0  # a row without links
+    links[1, 2, 3] = 1.0
+    attention = keras.ops.convert_to_numpy(
+        keras.ops.softmax(RNG.normal(size=(2, 4, 5)).astype("float32"))
+    )
+    total, rows = 0.0, 0
+    for b, t in np.ndindex(2, 4):
+        if links[b, t].sum():
+            target = links[b, t] / links[b, t].sum()
+            total -= (target * np.log(attention[b, t])).sum()
+            rows += 1
+    loss = GuidedAlignmentLoss()
+    np.testing.assert_allclose(float(loss(links, attention)), total / rows, rtol=1e-5)
+    assert float(loss(np.zeros_like(links), attention)) == 0.0
+    restored = GuidedAlignmentLoss.from_config(loss.get_config())
+    assert restored.name == loss.name == "guided_alignment"
