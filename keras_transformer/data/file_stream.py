@@ -39,17 +39,20 @@ def _tsv_columns(lines, columns):
     return fields[:, columns[0]], fields[:, columns[1]]
 
 
-def _corpus_pairs(files, columns, held_out_lines):
-    """The pairs of one corpus, `(tsv,)` or `(source, target)`, less held-out lines."""
-    if len(files) == 1:
-        lines = tf.data.TextLineDataset(files[0])
-    else:
-        lines = tf.data.Dataset.zip(tuple(map(tf.data.TextLineDataset, files)))
+def _corpus_pairs(files, columns, held_out_lines, alignments=None):
+    """The pairs of one corpus, `(tsv,)` or `(source, target)`, less held-out
+    lines; triples with the lines of `alignments`, a file beside them."""
+    lines = tuple(map(tf.data.TextLineDataset, files))
+    if alignments:
+        lines += (tf.data.TextLineDataset(alignments),)
+    lines = tf.data.Dataset.zip(lines)
     held = tf.constant(sorted(held_out_lines), tf.int64)  # (H,)
 
-    def pairs_of(numbers, lines):  # (B,), (B,) or a pair of (B,)
+    def pairs_of(numbers, lines):  # (B,) and a tuple of (B,) per file
+        if alignments:
+            *lines, alignment = lines
         if len(files) == 1:
-            sources, targets = _tsv_columns(lines, columns)
+            sources, targets = _tsv_columns(lines[0], columns)
         else:
             sources, targets = map(_without_mark, lines)
         sources, targets = normalise_texts(sources), normalise_texts(targets)
@@ -60,14 +63,15 @@ def _corpus_pairs(files, columns, held_out_lines):
             place = tf.searchsorted(held, numbers)  # (B,) in [0, H]
             found = tf.gather(held, tf.minimum(place, len(held_out_lines) - 1))
             keep = tf.logical_and(keep, found != numbers)
-        return tf.boolean_mask(sources, keep), tf.boolean_mask(targets, keep)
+        kept = (sources, targets) + ((alignment,) if alignments else ())
+        return tuple(tf.boolean_mask(texts, keep) for texts in kept)
 
     batches = lines.enumerate().batch(LINES_A_BATCH)
     pairs = batches.map(pairs_of, num_parallel_calls=tf.data.AUTOTUNE)
     return pairs.unbatch()
 
 
-def stream_pairs(scan, columns=(0, 1), seed=None):
+def stream_pairs(scan, columns=(0, 1), seed=None, alignments=None):
     """The training pairs of `scan`'s corpora as a `tf.data.Dataset`.
 
     Args:
@@ -75,14 +79,18 @@ def stream_pairs(scan, columns=(0, 1), seed=None):
         columns: for TSV files, the source and target columns.
         seed: the seed of the interleaving of several corpora (a new draw
             on every pass).
+        alignments: a file of the pairs' word alignments, a Pharaoh line
+            per line of the one corpus (see `alignment_targets`), checked
+            by `alignment_targets.check_alignment_file`.
 
     Returns:
         A dataset of `(source, target)` scalar strings of known cardinality
         (the scan's training pairs): each corpus in file order, several
-        interleaved at random in proportion to their pairs.
+        interleaved at random in proportion to their pairs. With
+        `alignments`, `(source, target, alignment)`.
     """
     datasets = [
-        _corpus_pairs(files, columns, lines)
+        _corpus_pairs(files, columns, lines, alignments)
         for files, lines in zip(scan.corpora, scan.held_out_lines, strict=True)
     ]
     if len(datasets) == 1:

@@ -15,6 +15,7 @@ Corpora by name (TensorFlow Datasets and the offline Ding pairs) are in
 
 import tensorflow as tf
 
+from keras_transformer.data.alignment_targets import check_alignment_file
 from keras_transformer.data.corpus_scan import (
     SAMPLE_PAIRS,
     scan_corpus,
@@ -121,6 +122,7 @@ def load_parallel_files(
     sample_size=SAMPLE_PAIRS,
     seed=0,
     log=None,
+    alignments=None,
 ):
     """Train, validation and test datasets of pairs from your files.
 
@@ -139,12 +141,16 @@ def load_parallel_files(
         sample_size: training pairs kept as the scan's sample.
         seed: the seed of the sample and of the interleaving of corpora.
         log: called with a progress line as large files are read.
+        alignments: a file of word alignments of the training pairs, a
+            Pharaoh line per line of the (one) training corpus, checked
+            first (`alignment_targets.check_alignment_file`).
 
     Returns:
         `(splits, scan)`: a dict from `"train"`, `"validation"` and `"test"`
         to datasets of `(source, target)` strings (the training pairs of
-        known cardinality), and the `corpus_scan.CorpusScan` of the
-        training files (its `fractions`: the share of each split held out).
+        known cardinality; with `alignments`, `(source, target,
+        alignment)`), and the `corpus_scan.CorpusScan` of the training
+        files (its `fractions`: the share of each split held out).
 
     Raises:
         FileNotFoundError, ValueError: see `read_pairs`; a ValueError also
@@ -153,8 +159,18 @@ def load_parallel_files(
     corpora = corpus_files(train_files)
     given = {"validation": tuple(validation_files), "test": tuple(test_files)}
     held = {name: None for name, files in given.items() if not files}
+    if alignments:
+        if len(corpora) != 1:
+            raise ValueError(
+                f"An alignment file goes with one corpus; {len(corpora)} match "
+                f"the training files {' '.join(train_files)}."
+            )
+        check_alignment_file(alignments, corpora[0])
     scan = scan_corpus(corpora, held, sample_size=sample_size, seed=seed, log=log)
-    splits = {"train": stream_pairs(scan, seed=seed), **_held_out(scan)}
+    splits = {
+        "train": stream_pairs(scan, seed=seed, alignments=alignments),
+        **_held_out(scan),
+    }
     for name, files in given.items():
         if files:
             splits[name] = pairs_to_dataset(read_pairs(*files))

@@ -76,6 +76,7 @@ def _file_corpus(data, seed, log):
         sample_size=SAMPLE_PAIRS,
         seed=seed,
         log=log,
+        alignments=data.train_alignments,
     )
     files = " ".join(data.train_files)
     if scan.fractions:
@@ -155,7 +156,10 @@ class RunData:
         return self.corpus.splits
 
     def batches(self, pairs, config, replicas, **kwargs):
-        """`make_dataset` batches of `pairs` with the run's settings."""
+        """`make_dataset` batches of `pairs` with the run's settings; of a
+        guided alignment run, pairs without alignments have none to learn."""
+        if config.data.guided_alignment and len(pairs.element_spec) == 2:
+            pairs = pairs.map(lambda source, target: (source, target, ""))
         return make_dataset(
             pairs,
             self.tokenizer,

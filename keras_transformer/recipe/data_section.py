@@ -67,6 +67,13 @@ class DataSection:
     bidirectional: bool = setting(
         False, "also train target-to-source on the training pairs"
     )
+    train_alignments: str | None = setting(
+        None,
+        "guided alignment training: word alignments of --train-files, a Pharaoh"
+        " line (0-1 1-0 ..., words from 0) per line, e.g. eflomal's; trains the"
+        " model's alignment_layer, alignment_heads (default 1) toward them",
+        metavar="FILE",
+    )
 
     def __post_init__(self):
         for name in ("train_files", "valid_files", "test_files"):
@@ -86,6 +93,11 @@ class DataSection:
     @property
     def is_files(self):
         return self.corpus == "files"
+
+    @property
+    def guided_alignment(self):
+        """Whether the run trains the model to align (`train_alignments`)."""
+        return bool(self.train_alignments)
 
     def resolved(self, vocab_elsewhere=False):
         """This section with `corpus` settled, Ding's languages filled in and
@@ -153,6 +165,11 @@ def _check_files(data):
         "test_files": data.test_files,
     }
     given = [name for name, paths in files.items() if paths]
+    if data.train_alignments and not data.train_files:
+        raise ValueError(
+            "train_alignments align your training files: give train_files "
+            "(--train-files SOURCE TARGET, or one TSV file)."
+        )
     if data.corpus not in (None, "files"):
         if given:
             raise ValueError(
@@ -182,4 +199,9 @@ def _check_files(data):
         raise ValueError(
             "extra_train_split is a split of a TFDS corpus; with your files, add "
             "its pairs to the training files instead."
+        )
+    if data.train_alignments and data.bidirectional:
+        raise ValueError(
+            "train_alignments align the training pairs one way; leave "
+            "bidirectional out."
         )

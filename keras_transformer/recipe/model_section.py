@@ -2,7 +2,11 @@
 
 import dataclasses
 
-from keras_transformer.models.config import PRESETS, TransformerConfig
+from keras_transformer.models.config import (
+    GUIDED_ALIGNMENT_HEADS,
+    PRESETS,
+    TransformerConfig,
+)
 from keras_transformer.recipe.settings import check_at_least, setting
 
 # Settings that the model section's overrides do not take: the vocabulary is
@@ -60,8 +64,11 @@ class ModelSection:
             )
         self.transformer_config(2)  # the overrides are checked now
 
-    def transformer_config(self, vocab_size):
+    def transformer_config(self, vocab_size, guided=False):
         """The preset with dropout at least `MIN_DROPOUT`, then the overrides.
+
+        A model trained to align (`guided`) aligns with
+        `GUIDED_ALIGNMENT_HEADS` heads unless the overrides say.
 
         Example:
 
@@ -73,8 +80,10 @@ class ModelSection:
         0.1
         """
         preset = getattr(TransformerConfig, self.preset)(vocab_size)
-        dropout = max(preset.dropout, MIN_DROPOUT)
-        return preset.replace(**{"dropout": dropout, **self.overrides})
+        values = {"dropout": max(preset.dropout, MIN_DROPOUT)}
+        if guided:
+            values["alignment_heads"] = GUIDED_ALIGNMENT_HEADS
+        return preset.replace(**{**values, **self.overrides})
 
     def to_dict(self):
         return {"preset": self.preset, "max_length": self.max_length, **self.overrides}

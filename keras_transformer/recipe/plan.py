@@ -247,7 +247,9 @@ def make_plan(
         precision=precision,
         replicas=replicas,
         jit_compile=jit_compile,
-        model=config.model.transformer_config(vocab_size),
+        model=config.model.transformer_config(
+            vocab_size, guided=config.data.guided_alignment
+        ),
         learning_rate_scale=training.learning_rate_scale * scale,
         init_from=training.init_from,
     )

@@ -11,6 +11,7 @@ import time
 import keras
 
 from keras_transformer.export import export_translator
+from keras_transformer.models import Transformer
 from keras_transformer.recipe import trainer
 from keras_transformer.recipe.best_weights import read_record
 from keras_transformer.recipe.data import (
@@ -159,8 +160,18 @@ def average_and_save(trained, config, run_dir, log, last_epoch):
         chosen = {"weights": "best", "epoch": best["epoch"]}
     else:
         chosen = {"weights": "last", "epoch": last_epoch}
-    run_dir.save_model(trained.model)
+    run_dir.save_model(translation_model(trained.model))
     return chosen
+
+
+def translation_model(model):
+    """`model` as it translates: of a guided alignment run, the same weights
+    in a model without the alignment output, whose output is the logits."""
+    if not model.alignment_output:
+        return model
+    plain = Transformer(model.config, dtype=model.dtype_policy, name=model.name)
+    plain.set_weights(model.get_weights())
+    return plain
 
 
 def export(translator, config, export_dir, log):

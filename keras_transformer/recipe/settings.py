@@ -5,6 +5,7 @@ import dataclasses
 
 from keras_transformer import decoding_defaults
 from keras_transformer.data.checks import check_sampling_alpha
+from keras_transformer.models.config import GUIDED_ALIGNMENT_WEIGHT
 from keras_transformer.scorings import SCORINGS, check_scoring
 from keras_transformer.training.distribution import (
     JIT_COMPILE,
@@ -40,6 +41,11 @@ class TrainingSection:
         None, "train on sampled subword segmentations (subword regularisation)"
     )
     label_smoothing: float = setting(0.1, "epsilon_ls of the loss")
+    alignment_weight: float = setting(
+        GUIDED_ALIGNMENT_WEIGHT,
+        "with --train-alignments: the weight of the guided alignment loss "
+        "beside the translation loss",
+    )
     warmup_steps: int | None = setting(
         None, "default: 400, or a fifth of the updates if fewer"
     )
@@ -100,6 +106,10 @@ class TrainingSection:
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(
                 f"label_smoothing must be in [0, 1), got {self.label_smoothing}."
+            )
+        if not self.alignment_weight > 0:
+            raise ValueError(
+                f"alignment_weight must be > 0, got {self.alignment_weight}."
             )
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")

@@ -22,6 +22,7 @@ from keras_transformer.plots import AttentionImages
 from keras_transformer.recipe.best_weights import BestWeights
 from keras_transformer.recipe.config import sample_size
 from keras_transformer.training import (
+    GuidedAlignmentLoss,
     LabelSmoothedCrossEntropy,
     MaskedAccuracy,
     fix_distributed_fit,
@@ -43,8 +44,11 @@ def compiled_model(plan, config, run_dir, strategy):
     """
     run_dir.write_model_config(plan.model)
     training = config.training
+    guided = config.data.guided_alignment
     with strategy.scope():  # variables, optimizer slots and metrics mirrored
-        model = fix_distributed_fit(build_transformer(plan.model))
+        model = fix_distributed_fit(
+            build_transformer(plan.model, alignment_output=guided)
+        )
         optimizer = transformer_optimizer(
             plan.model.d_model,
             plan.warmup_steps,
@@ -57,10 +61,17 @@ def compiled_model(plan, config, run_dir, strategy):
         # Read from the optimizer built here: `compile` may wrap it in a
         # LossScaleOptimizer (mixed_float16), whose config has no schedule.
         run_dir.write_schedule(optimizer.get_config()["learning_rate"]["config"])
+        loss = LabelSmoothedCrossEntropy(training.label_smoothing)
+        metrics, weights = [MaskedAccuracy()], None
+        if guided:  # the outputs {"logits", "alignment"}
+            loss = {"logits": loss, "alignment": GuidedAlignmentLoss()}
+            weights = {"logits": 1.0, "alignment": training.alignment_weight}
+            metrics = {"logits": metrics}
         model.compile(
             optimizer=optimizer,
-            loss=LabelSmoothedCrossEntropy(training.label_smoothing),
-            metrics=[MaskedAccuracy()],
+            loss=loss,
+            loss_weights=weights,
+            metrics=metrics,
             jit_compile=plan.jit_compile,
         )
     return model

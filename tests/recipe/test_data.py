@@ -99,6 +99,24 @@ def test_batches_a_pass_count_the_sampled_segmentation(tmp_path):
             "split held out from 3 training pairs is empty",
         ),
         (["--train-files", "uneven.de", "uneven.en"], "has 2 lines but"),
+        (
+            ["--train-files", "pairs.tsv", "--train-alignments", "two.align"],
+            "'two.align' has fewer lines but 'pairs.tsv' has 40",
+        ),
+        (
+            ["--train-files", "pairs.tsv", "--train-alignments", "bad.align"],
+            "'bad.align' line 2: '1+1' is not a link i-j",
+        ),
+        (
+            ["--train-files", "pairs.tsv", "--train-alignments", "far.align"],
+            "'far.align' line 1: '0-4' names target word 4, but the pair's target "
+            "has 4 words",
+        ),
+        (["--train-alignments", "two.align"], "train_alignments align your train"),
+        (
+            ["--train-files", "pairs.tsv", "--train-alignments", "two.align", "--bi"],
+            "leave bidirectional out",
+        ),
     ],
 )
 def test_bad_data_is_one_line_before_the_run_folder_is_used(
@@ -108,6 +126,10 @@ def test_bad_data_is_one_line_before_the_run_folder_is_used(
     write_pairs(tmp_path / "short.tsv", 3)
     (tmp_path / "uneven.de").write_text("eins\nzwei\n")
     (tmp_path / "uneven.en").write_text("one\n")
+    write_pairs(tmp_path / "pairs.tsv", 40)
+    (tmp_path / "two.align").write_text("0-0\n1-1\n")
+    (tmp_path / "bad.align").write_text("0-0\n0-0 1+1\n" + "\n" * 38)
+    (tmp_path / "far.align").write_text("0-4\n" * 40)
     with pytest.raises(SystemExit) as exit_info:
         main(["train", *argv, "--output-dir", "run", "--export-dir="])
     assert exit_info.value.code == 1
@@ -216,3 +238,24 @@ def test_test_sources_past_the_limit_are_counted_for_the_warning():
     texts = ["Satz 1 ist hier.", " ".join(["Satz 7 ist hier."] * 40), ""]
     lengths = [len(ids) for ids in tokenizer.tokenize(texts).to_list()]
     assert long_sources(tokenizer, texts, 20) == sum(n > 20 for n in lengths) == 1
+
+
+def pair_links(number):
+    """A Pharaoh line of its own for pair `number` of `write_pairs`: the
+    links of the bits of `number` among the 16 links of 4 words by 4."""
+    return " ".join(f"{bit // 4}-{bit % 4}" for bit in range(16) if number >> bit & 1)
+
+
+def test_alignments_stay_with_their_pairs_when_splits_are_held_out(tmp_path):
+    tsv = write_pairs(tmp_path / "pairs.tsv", 300)
+    (tmp_path / "pairs.align").write_text(
+        "".join(pair_links(number) + "\n" for number in range(300))
+    )
+    alignments = str(tmp_path / "pairs.align")
+    corpus = load_splits(
+        files_config(train_files=[tsv], train_alignments=alignments).data
+    )
+    triples = list(corpus.splits["train"].as_numpy_iterator())
+    assert 200 < len(triples) < 300  # the rest held out
+    for source, _, alignment in triples:
+        assert alignment.decode() == pair_links(int(source.split()[1]))

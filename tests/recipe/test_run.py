@@ -242,3 +242,34 @@ def test_cli_trains_on_two_logical_cpus_with_mirrored_strategy(tmp_path):
     for start_up in ("oneDNN custom operations", "cuda", "cpu_feature_guard"):
         assert start_up.lower() not in result.stderr.lower()
     assert "shuffle" not in result.stderr  # Keras's warning, removed at its cause
+
+
+@pytest.mark.slow
+def test_a_guided_alignment_run_trains_the_head_that_align_reads(tmp_path):
+    """`--train-alignments`: one head trained toward the links (its loss
+    logged), recorded in the model config that `align` reads, and the
+    run's model.keras a plain translation model."""
+    rows = [f"Satz {n} ist hier.\tSentence {n} is here.\n" for n in range(300)]
+    (tmp_path / "pairs.tsv").write_text("".join(rows))
+    (tmp_path / "pairs.align").write_text("0-0 1-1 2-2 3-3\n" * 300)
+    config = tiny_config(
+        tmp_path,
+        data={
+            "train_files": [str(tmp_path / "pairs.tsv")],
+            "train_alignments": str(tmp_path / "pairs.align"),
+        },
+        training={"alignment_weight": 0.5},
+        evaluation={"average_last": 1},
+    )
+    results = run(config, log=lambda line: None)
+    epoch = results["history"][1]
+    assert epoch["alignment_loss"] > 0 and epoch["val_alignment_loss"] == 0.0
+    run_dir = RunDirectory(config.output.output_dir)
+    assert run_dir.read_model_config().alignment_heads == 1
+    model = keras.saving.load_model(run_dir.model)
+    assert not model.alignment_output
+    translator = tf.saved_model.load(results["export_path"])
+    line = translator.align(
+        tf.constant(["Satz 7 ist hier."]), tf.constant(["Sentence 7 is here."])
+    )["alignment"]
+    assert line.shape == (1,)
