@@ -23,6 +23,7 @@ from keras_transformer.alignment.links import NO_WORD, STARTS_WORD
 from keras_transformer.data.parallel_text import (
     CorpusReader,
     check_file,
+    count_lines,
     numbered_lines,
 )
 
@@ -143,8 +144,7 @@ def check_alignment_file(path, files, columns=(0, 1)):
         links += _check_links(line, source, target, f"{path!r} line {number + 1}")
         read = number + 1
     read += sum(1 for _ in alignments)
-    with open(files[0], "rb") as file:
-        corpus_lines = sum(1 for _ in file)
+    corpus_lines = count_lines(files[0])
     if read != corpus_lines:
         raise ValueError(
             f"{path!r} has {read if line is not None else 'fewer'} lines but "

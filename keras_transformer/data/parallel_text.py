@@ -56,6 +56,12 @@ def numbered_lines(path):
             yield number, line.removeprefix("\ufeff")
 
 
+def count_lines(path):
+    """The number of lines of `path`, as `numbered_lines` numbers them."""
+    with open(path, "rb") as file:
+        return sum(1 for _ in file)
+
+
 def check_file(path, what):
     """Raises `FileNotFoundError` (saying `what` it is) unless `path` is a file."""
     if not os.path.isfile(path):

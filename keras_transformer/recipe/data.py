@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import shutil
+import time
 
 import tensorflow as tf
 
@@ -16,7 +17,9 @@ from keras_transformer.data import (
     pairs_to_dataset,
     train_tokenizer,
 )
-from keras_transformer.data.corpus_scan import SAMPLE_PAIRS
+from keras_transformer.data.corpus_scan import SAMPLE_PAIRS, CorpusScan
+from keras_transformer.data.eflomal_alignment import align_corpus, check_eflomal
+from keras_transformer.data.file_stream import stream_pairs
 from keras_transformer.data.pipeline import batches_in_pass
 from keras_transformer.data.tokenizer import (
     SAMPLED_THREADS,
@@ -24,6 +27,7 @@ from keras_transformer.data.tokenizer import (
     vocabulary_size,
 )
 from keras_transformer.recipe.config import sample_size
+from keras_transformer.recipe.data_section import EFLOMAL
 from keras_transformer.recipe.run_directory import atomic_path
 
 
@@ -40,10 +44,17 @@ class Corpus:
     training_pairs: int  # in a pass, each direction counted
     sample: tf.data.Dataset
     sampled: bool
+    files_scan: CorpusScan | None = None  # of your files; None for a named corpus
 
     def sample_scale(self):
         """How many times more training pairs there are than in the sample."""
         return self.training_pairs / count(self.sample) if self.sampled else 1.0
+
+    def with_alignments(self, path):
+        """This corpus of your files with its training pairs streamed beside
+        the word alignments of `path`, a line per line of the files."""
+        train = stream_pairs(self.files_scan, alignments=path)
+        return dataclasses.replace(self, splits={**self.splits, "train": train})
 
 
 def load_splits(data, seed=0, log=None):
@@ -76,8 +87,10 @@ def _file_corpus(data, seed, log):
         sample_size=SAMPLE_PAIRS,
         seed=seed,
         log=log,
-        alignments=data.train_alignments,
+        alignments=data.alignment_file,
     )
+    if data.train_alignments == EFLOMAL:
+        check_eflomal()
     files = " ".join(data.train_files)
     if scan.fractions:
         log(
@@ -89,7 +102,7 @@ def _file_corpus(data, seed, log):
     if scan.dropped:
         log(f"Left out the pairs of {files} with an empty side: {scan.dropped:,}.")
     return Corpus(
-        splits, scan.training_pairs, pairs_to_dataset(scan.sample), scan.sampled
+        splits, scan.training_pairs, pairs_to_dataset(scan.sample), scan.sampled, scan
     )
 
 
@@ -128,6 +141,28 @@ def _named_corpus(data, seed):
         sample=pairs.take(SAMPLE_PAIRS),
         sampled=size > SAMPLE_PAIRS,
     )
+
+
+def align_training_pairs(config, corpus, run_dir, log):
+    """`corpus` with eflomal's alignments of its training pairs, for a run
+    whose `train_alignments` is "eflomal"; made once, into the run folder.
+
+    Each worker of a multi-worker run aligns in its own folder.
+    """
+    data = config.data
+    if data.train_alignments != EFLOMAL:
+        return corpus
+    if not os.path.exists(run_dir.alignments):
+        (files,) = corpus.files_scan.corpora
+        log(f"Aligning the pairs of {' '.join(files)} with eflomal...")
+        started = time.time()
+        with atomic_path(run_dir.alignments) as partial:
+            links = align_corpus(files, partial)
+        log(
+            f"{links:,} links (both directions' intersection) in "
+            f"{time.time() - started:.0f} s, in {run_dir.alignments}."
+        )
+    return corpus.with_alignments(run_dir.alignments)
 
 
 def both_ways(pairs):

@@ -9,6 +9,7 @@ from keras_transformer.data.checks import check_fraction
 from keras_transformer.recipe.settings import check_at_least, setting
 
 DEFAULT_VOCAB_SIZE = 8000  # pieces of a vocabulary the run trains itself
+EFLOMAL = "eflomal"  # the train_alignments that has eflomal align the pairs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +71,10 @@ class DataSection:
     train_alignments: str | None = setting(
         None,
         "guided alignment training: word alignments of --train-files, a Pharaoh"
-        " line (0-1 1-0 ..., words from 0) per line, e.g. eflomal's; trains the"
-        " model's alignment_layer, alignment_heads (default 1) toward them",
-        metavar="FILE",
+        " line (0-1 1-0 ..., words from 0) per line, or eflomal to have eflomal"
+        " align them (once, into the run folder); trains the model's"
+        " alignment_layer, alignment_heads (default 1) toward them",
+        metavar="FILE|eflomal",
     )
 
     def __post_init__(self):
@@ -98,6 +100,14 @@ class DataSection:
     def guided_alignment(self):
         """Whether the run trains the model to align (`train_alignments`)."""
         return bool(self.train_alignments)
+
+    @property
+    def alignment_file(self):
+        """The file of `train_alignments` a user gave; None for none, or for
+        eflomal's, which the run makes (`recipe.data.align_training_pairs`)."""
+        if self.train_alignments == EFLOMAL:
+            return None
+        return self.train_alignments
 
     def resolved(self, vocab_elsewhere=False):
         """This section with `corpus` settled, Ding's languages filled in and

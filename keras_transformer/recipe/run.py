@@ -15,6 +15,7 @@ from keras_transformer.models import Transformer
 from keras_transformer.recipe import trainer
 from keras_transformer.recipe.best_weights import read_record
 from keras_transformer.recipe.data import (
+    align_training_pairs,
     load_run_data,
     load_splits,
     pass_size,
@@ -75,6 +76,7 @@ def _run(config, strategy, folders, started, log):
         return finished
     changed = changed_training_settings(folders.run, config)
     folders.run.write_config(config)
+    corpus = align_training_pairs(config, corpus, folders.run, log)
     keras.utils.set_random_seed(config.training.seed)
     precision = resolve_precision(config.runtime.precision)
     with global_dtype_policy(precision):

@@ -72,6 +72,7 @@ class RunDirectory:
     tokenizer = property(lambda self: self._file("tokenizer.model"))
     schedule = property(lambda self: self._file("schedule.json"))
     pass_size = property(lambda self: self._file("pass_size.json"))
+    alignments = property(lambda self: self._file("train_alignments.txt"))
     checkpoints = property(lambda self: self._file("checkpoints"))
     history = property(lambda self: self._file("history.csv"))
     logs = property(lambda self: self._file("logs"))

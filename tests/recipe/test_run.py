@@ -246,25 +246,29 @@ def test_cli_trains_on_two_logical_cpus_with_mirrored_strategy(tmp_path):
 
 @pytest.mark.slow
 def test_a_guided_alignment_run_trains_the_head_that_align_reads(tmp_path):
-    """`--train-alignments`: one head trained toward the links (its loss
-    logged), recorded in the model config that `align` reads, and the
-    run's model.keras a plain translation model."""
+    """`--train-alignments eflomal`: the pairs aligned once into the run
+    folder, one head trained toward the links (its loss logged), recorded
+    in the model config that `align` reads, and the run's model.keras a
+    plain translation model. (A file of your own: `tests/recipe/test_data.py`.)"""
     rows = [f"Satz {n} ist hier.\tSentence {n} is here.\n" for n in range(300)]
     (tmp_path / "pairs.tsv").write_text("".join(rows))
-    (tmp_path / "pairs.align").write_text("0-0 1-1 2-2 3-3\n" * 300)
     config = tiny_config(
         tmp_path,
         data={
             "train_files": [str(tmp_path / "pairs.tsv")],
-            "train_alignments": str(tmp_path / "pairs.align"),
+            "train_alignments": "eflomal",
         },
         training={"alignment_weight": 0.5},
         evaluation={"average_last": 1},
     )
-    results = run(config, log=lambda line: None)
+    logged = []
+    results = run(config, log=logged.append)
     epoch = results["history"][1]
     assert epoch["alignment_loss"] > 0 and epoch["val_alignment_loss"] == 0.0
     run_dir = RunDirectory(config.output.output_dir)
+    with open(run_dir.alignments) as file:
+        assert len(file.readlines()) == 300
+    assert any(line.startswith("Aligning the pairs of") for line in logged)
     assert run_dir.read_model_config().alignment_heads == 1
     model = keras.saving.load_model(run_dir.model)
     assert not model.alignment_output
