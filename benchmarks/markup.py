@@ -5,10 +5,12 @@ Translates each source line of a file with an export twice: as it is
 `MarkupTranslation`: split, translate and align the plain text, restore).
 For the lines that hold markup it reports the share of protected spans
 (placeholders, URLs, e-mail addresses) that appear verbatim in the output,
-the spans the output has beyond the source's (the model writes them
-itself), the share of outputs that are well-formed (they split again
-without error) and of outputs that keep the number of each tag, beside
-the milliseconds a sentence of each way:
+the spans the output has beyond the source's (written by the model and
+left in), those written by the model and taken out (each line's spans are
+banned from its translation, unless `--no-ban`), the share of outputs
+that are well-formed (they split again without error) and of outputs that
+keep the number of each tag, beside the milliseconds a sentence of each
+way:
 
     python benchmarks/gettext_corpus.py data/gettext-en-fr --language fr
     python benchmarks/markup.py EXPORT data/gettext-en-fr/test.en --mode html
@@ -35,6 +37,12 @@ def main():
     parser.add_argument("sources", help="a file, a source a line")
     parser.add_argument("--mode", choices=("xml", "html"), default="html")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--no-ban",
+        action="store_true",
+        help="do not ban each line's spans from its translation (a CTranslate2 "
+        "export's way): the spans the model writes are only taken out",
+    )
     args = parser.parse_args()
 
     with open(args.sources, encoding="utf-8") as file:
@@ -44,10 +52,12 @@ def main():
     with_markup = MarkupTranslation(
         long_inputs_function(args.export, batch_size=args.batch_size, aligned=True),
         args.mode,
+        ban_spans=not args.no_ban,
     )
     timings, outputs = {}, {}
     for name, translate in (("plain", plain), ("markup", with_markup)):
         translate(marked[: args.batch_size])  # traced and warm
+        with_markup.spans_removed = 0  # count the measured pass alone
         started = time.perf_counter()
         results = []
         for start in range(0, len(marked), args.batch_size):
@@ -80,7 +90,9 @@ def main():
         "not_well_formed_inputs": well_formed_inputs.count(False),
         "protected_spans": protected,
         "protected_verbatim": _share(kept, protected),
-        "protected_extra": extra,  # spans the model wrote itself
+        "protected_extra": extra,  # spans the model wrote itself, left in
+        "spans_banned": not args.no_ban,
+        "spans_taken_out": with_markup.spans_removed,  # written, then taken out
         "well_formed_outputs": _share(
             sum(_well_formed(output, args.mode) for _, output in checked), len(checked)
         ),

@@ -5,7 +5,13 @@ from .links import (
     word_links,
     word_positions,
 )
-from .markup import Element, restore_markup, split_markup
+from .markup import (
+    Element,
+    protected_spans,
+    restore_markup,
+    split_markup,
+    without_spans,
+)
 from .pharaoh import alignment_error_rate, format_pharaoh, parse_pharaoh
 
 __all__ = [
@@ -16,8 +22,10 @@ __all__ = [
     "parse_pharaoh",
     "piece_roles",
     "piece_word_positions",
+    "protected_spans",
     "restore_markup",
     "split_markup",
     "word_links",
+    "without_spans",
     "word_positions",
 ]

@@ -25,7 +25,7 @@ import dataclasses
 import html
 import re
 
-from keras_transformer.alignment.pharaoh import parse_pharaoh
+from keras_transformer.alignment.pharaoh import format_pharaoh, parse_pharaoh
 
 MODES = ("xml", "html")
 # HTML's void elements: a start tag without an end tag.
@@ -273,6 +273,54 @@ def restore_markup(translation, elements, links, mode="xml"):
     return _assemble(translation, words, elements, ranges, inside, mode)
 
 
+def protected_spans(elements):
+    """The protected spans among `split_markup`'s elements, in order: the
+    text that must come back once each, put back by `restore_markup`.
+
+    Example:
+
+    >>> protected_spans(split_markup("<b>%s</b> of {count} (<code>%d</code>)")[1])
+    ['%s', '{count}']
+    """
+    return [element.start for element in elements if PROTECTED.fullmatch(element.start)]
+
+
+def without_spans(translation, links, spans):
+    """`translation` of a plain text without the protected `spans` that the
+    model wrote itself, where `restore_markup` puts them back.
+
+    A span is cut out of the word it is in; a word that was spans only is
+    taken out, with its links, and the target words after it renumbered.
+
+    Args:
+        translation: the translated plain text.
+        links: its alignment, a Pharaoh line.
+        spans: `protected_spans` of the source.
+
+    Returns:
+        `(translation, links, removed)`: the text, its Pharaoh line, and how
+        many spans were taken out.
+
+    Example:
+
+    >>> without_spans("Ouvrir %s avec (%s)", "0-0 1-1 2-2 3-3", ["%s"])
+    ('Ouvrir avec ()', '0-0 2-1 3-2', 2)
+    """
+    if not spans:
+        return translation, links, 0
+    kept, renumbered, removed = [], {}, 0
+    for index, word in enumerate(translation.split()):
+        for span in spans:
+            removed += word.count(span)
+            word = word.replace(span, "")
+        if word:  # else the word was spans only
+            renumbered[index] = len(kept)
+            kept.append(word)
+    sure, possible = parse_pharaoh(links)
+    pairs = {(i, renumbered[j]) for i, j in sure | possible if j in renumbered}
+    return " ".join(kept), format_pharaoh(pairs), removed
+
+
 def _target_position(targets, word):
     """Where the place before source word `word` falls among the target
     words: before the first target word of `word`, else after the last
@@ -310,26 +358,31 @@ def _assemble(translation, words, elements, ranges, inside, mode):
     after = [[] for _ in range(len(words) + 1)]  # end tags after word k - 1
     within = [[] for _ in range(len(words) + 1)]  # (offset, markup) in word k
     glued = [[] for _ in range(len(words) + 1)]  # right after word k - 1
-    depth = []
-    for element in elements:
+    depth, children = [], [[] for _ in elements]
+    for index, element in enumerate(elements):
         depth.append(0 if element.parent is None else depth[element.parent] + 1)
+        if element.parent is not None:
+            children[element.parent].append(index)
+    empty = set()  # elements of no words: written whole, their children within
     for index, (element, (first, stop)) in enumerate(
         zip(elements, ranges, strict=True)
     ):
-        if index in inside:
+        if element.parent in empty:
+            empty.add(index)
+        elif index in inside:
             within[inside[index]].append((element.offset, index, element.start))
         elif first == stop:  # by a word, or at the end, with its spacing
-            markup = element.start + element.end
-            glued_to_word = first and not (
-                element.end or element.space_before or element.word
-            )
+            empty.add(index)
+            markup = _whole(index, elements, children)
+            space_before, space_after = _spacing(index, elements, children)
+            glued_to_word = first and not (element.end or space_before or element.word)
             if glued_to_word:
                 # to the end of the word before it: "(%d", "one<br>"
                 glued[first].append(markup)
             elif first < len(words):
-                before[first].append(markup + " " * element.space_after)
+                before[first].append(markup + " " * space_after)
             else:
-                before[first].append(" " * element.space_before + markup)
+                before[first].append(" " * space_before + markup)
         else:
             before[first].append(element.start)
             after[stop].append((-depth[index], -index, element.end))
@@ -350,6 +403,28 @@ def _assemble(translation, words, elements, ranges, inside, mode):
         position = start
     pieces.append(_escape(translation[position:], mode))
     return "".join(pieces)
+
+
+def _whole(index, elements, children):
+    """An element of no words with the elements within it, as one text."""
+    element = elements[index]
+    inner = "".join(
+        " " * (elements[child].space_before and position > 0)
+        + _whole(child, elements, children)
+        for position, child in enumerate(children[index])
+    )
+    return element.start + inner + element.end
+
+
+def _spacing(index, elements, children):
+    """Whether whitespace stood before and after an element of no words:
+    its own, or that of the first and the last element within it."""
+    element, inner = elements[index], children[index]
+    before, after = element.space_before, element.space_after
+    if inner:
+        before = before or _spacing(inner[0], elements, children)[0]
+        after = after or _spacing(inner[-1], elements, children)[1]
+    return before, after
 
 
 def _escape(text, mode):

@@ -62,6 +62,8 @@ class CTranslate2Translator:
         ImportError: ctranslate2 is not installed.
     """
 
+    bans_phrases = False  # no `terms`: CTranslate2 has no constrained decoding
+
     def __init__(self, path, threads=None):
         if not is_ctranslate2_export(path):
             raise FileNotFoundError(f"No CTranslate2 model at {path}.")

@@ -120,6 +120,8 @@ class SavedModelEngine:
         threads: TensorFlow's CPU threads (`set_threads`).
     """
 
+    bans_phrases = True  # `terms` may ban phrases
+
     def __init__(self, path, threads=None):
         self.path = path
         self.export = load_export(path, threads)

@@ -326,7 +326,7 @@ def translate_lines(
     engine = translate.translate.engine  # the export's, see `translation_function`
     summaries = [translate]
     if markup is not None:
-        translate = MarkupTranslation(translate, markup)
+        translate = MarkupTranslation(translate, markup, engine.bans_phrases)
         summaries.append(translate)
     run, texts = with_line_files(translate, decoded_lines(lines), prefixes, constraints)
     translations = [] if references is not None else None

@@ -115,6 +115,33 @@ def test_an_empty_element_inside_a_word_wraps_the_word():
     assert output == "<b>file</b> <i></i>save"
 
 
+@pytest.mark.parametrize(
+    "source, translation, links, expected",
+    [
+        (
+            "Click <b>%s</b> now",
+            "Cliquez maintenant",
+            "0-0 1-1",
+            "Cliquez <b>%s</b> maintenant",
+        ),
+        ("Open <b>{name}</b>", "Ouvrir", "0-0", "Ouvrir <b>{name}</b>"),
+        (
+            "<i><b>%s %d</b></i> files",
+            "fichiers",
+            "0-0",
+            "<i><b>%s %d</b></i> fichiers",
+        ),
+    ],
+)
+def test_markup_of_no_words_keeps_what_is_within_it(
+    source, translation, links, expected
+):
+    """A tag around placeholders only (gettext's `<b>%s</b>`) comes back
+    around them, with their spacing."""
+    plain, elements = split_markup(source)
+    assert restore_markup(translation, elements, links) == expected
+
+
 def test_entities_are_text_and_come_back_escaped():
     plain, elements = split_markup("AT&amp;T &lt;3 &eacute;t&eacute;")
     assert plain == "AT&T <3 été" and not elements
