@@ -1,5 +1,6 @@
 """A run's data: splits of files, both directions, batches a pass."""
 
+import importlib.util
 import os
 import types
 
@@ -259,3 +260,25 @@ def test_alignments_stay_with_their_pairs_when_splits_are_held_out(tmp_path):
     assert 200 < len(triples) < 300  # the rest held out
     for source, _, alignment in triples:
         assert alignment.decode() == pair_links(int(source.split()[1]))
+
+
+def test_eflomal_alignments_without_eflomal_say_how_to_install_it(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    write_pairs(tmp_path / "pairs.tsv", 40)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "eflomal" else find_spec(name, *args),
+    )
+    with pytest.raises(SystemExit):
+        main(
+            ["train", "--train-files", "pairs.tsv", "--train-alignments", "eflomal"]
+            + ["--output-dir", "run", "--export-dir="]
+        )
+    assert 'needs eflomal: pip install "keras-transformer[align]"' in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "run" / "job.json").exists()
