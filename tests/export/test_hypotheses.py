@@ -451,3 +451,20 @@ def test_parse_sampling():
     for bad in ("topk", "topk:2.5", "topp:0", "nucleus:0.9", "topp:x"):
         with pytest.raises(ValueError, match="sampling takes"):
             parse_sampling(bad)
+
+
+def test_ctranslate2_markup_is_the_saved_model_s_without_banned_phrases(
+    exported, ctranslate2_path, capsys, tmp_path
+):
+    """A CTranslate2 export has no banned phrases: `--markup` translates
+    without them (the spans it writes are taken out instead), with the
+    SavedModel's alignments, so the same markup lands in the same place."""
+    inputs = tmp_path / "inputs"
+    inputs.write_text("f %s g h\na <b>b c</b> d %d\n")
+    lines = {
+        engine: run_cli(capsys, "translate", path, inputs, "--markup", "xml")
+        for engine, path in (("saved_model", exported), ("ct2", ctranslate2_path))
+    }
+    assert lines["ct2"] == lines["saved_model"]
+    assert [line.count("%") for line in lines["ct2"]] == [1, 1]
+    assert "<b>" in lines["ct2"][1] and "</b>" in lines["ct2"][1]
