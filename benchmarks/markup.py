@@ -6,8 +6,9 @@ Translates each source line of a file with an export twice: as it is
 For the lines that hold markup it reports the share of protected spans
 (placeholders, URLs, e-mail addresses) that appear verbatim in the output,
 the spans the output has beyond the source's (written by the model and
-left in), those written by the model and taken out (each line's spans are
-banned from its translation, unless `--no-ban`), the share of outputs
+left in), those written by the model and taken out (a line whose
+translation holds its spans is translated again with them banned, unless
+`--no-ban`), the share of outputs
 that are well-formed (they split again without error) and of outputs that
 keep the number of each tag, beside the milliseconds a sentence of each
 way:

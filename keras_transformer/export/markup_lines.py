@@ -20,12 +20,14 @@ class MarkupTranslation:
     (`summary`).
 
     The protected spans (placeholders, URLs) come back where the markup
-    goes, once each, so the model must not write them itself: with
-    `ban_spans` each text's spans are banned phrases of its translation
-    (`Terms(banned=...)`, joined with the `terms` given), and those it
-    wrote anyway (in other pieces than the phrase alone, or by an engine
-    that cannot ban phrases) are taken out before the markup goes back
-    (`without_spans`), and counted.
+    goes, once each, so the model must not write them itself. With
+    `ban_spans`, a text whose translation holds one of its spans is
+    translated again with its spans banned (`Terms(banned=...)`, joined
+    with the `terms` given): only those texts, since banned phrases take
+    the slower constrained decoding. The spans written anyway (in other
+    pieces than the phrase alone, or by an engine that cannot ban
+    phrases) are taken out before the markup goes back (`without_spans`),
+    and counted.
 
     Args:
         translate: a function of a list of str (and of keyword arguments
@@ -58,11 +60,9 @@ class MarkupTranslation:
                 self.not_well_formed += 1
                 split.append((text, None))
         spans = [protected_spans(elements or ()) for _, elements in split]
-        if self.ban_spans and any(spans):
-            banned = [Terms(banned=dict.fromkeys(line)) for line in spans]
-            terms = given.get("terms") or [Terms()] * len(texts)
-            given["terms"] = [a | b for a, b in zip(terms, banned, strict=True)]
-        pairs = self.translate([plain for plain, _ in split], **given)
+        pairs = list(self.translate([plain for plain, _ in split], **given))
+        if self.ban_spans:
+            self._ban_written_spans(split, spans, pairs, given)
         results = []
         for (_, elements), line, (translation, alignment) in zip(
             split, spans, pairs, strict=True
@@ -78,6 +78,32 @@ class MarkupTranslation:
             results.append((translation, alignment))
         return results
 
+    def _ban_written_spans(self, split, spans, pairs, given):
+        """Translates again, with its spans banned, each text whose
+        translation in `pairs` holds one; in place."""
+        again = [
+            index
+            for index, ((translation, _), line) in enumerate(
+                zip(pairs, spans, strict=True)
+            )
+            if any(span in translation for span in line)
+        ]
+        if not again:
+            return
+        subset = {
+            name: [values[i] for i in again]
+            for name, values in given.items()
+            if values is not None
+        }
+        terms = subset.get("terms") or [Terms()] * len(again)
+        subset["terms"] = [
+            given_terms | Terms(banned=dict.fromkeys(spans[i]))
+            for given_terms, i in zip(terms, again, strict=True)
+        ]
+        retranslated = self.translate([split[i][0] for i in again], **subset)
+        for index, pair in zip(again, retranslated, strict=True):
+            pairs[index] = pair
+
     def summary(self):
         """The line that counts the texts translated as plain text and the
         spans taken out, or None."""
@@ -90,8 +116,11 @@ class MarkupTranslation:
                 "text, markup and all"
             )
         if self.spans_removed:
-            counts.append(
-                f"{self.spans_removed} placeholders or URLs that the model wrote "
-                "itself were taken out (each comes back where the markup goes)"
+            spans = (
+                "1 placeholder or URL that the model wrote itself was"
+                if self.spans_removed == 1
+                else f"{self.spans_removed} placeholders or URLs that the model "
+                "wrote itself were"
             )
+            counts.append(f"{spans} taken out (each comes back where the markup goes)")
         return "; ".join(counts) or None
