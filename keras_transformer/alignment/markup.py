@@ -375,6 +375,8 @@ def _assemble(translation, words, elements, ranges, inside, mode):
             empty.add(index)
             markup = _whole(index, elements, children)
             space_before, space_after = _spacing(index, elements, children)
+            if element.word:  # out of the word it stood in: a word of its own
+                space_before = space_after = True
             glued_to_word = first and not (element.end or space_before or element.word)
             if glued_to_word:
                 # to the end of the word before it: "(%d", "one<br>"

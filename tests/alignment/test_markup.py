@@ -103,9 +103,10 @@ def test_a_placeholder_inside_a_word_goes_inside_its_copy():
     assert plain.split() == ["Saved", "''", "(", "bytes)"]
     output = restore_markup("Enregistré '' ( octets)", elements, "0-0 1-1 2-2 3-3")
     assert output == "Enregistré '%s' (%d octets)"
-    # A word translated otherwise: the placeholder goes before it.
+    # A word translated otherwise: the placeholder goes before it, a word
+    # of its own.
     output = restore_markup("Enregistré « » ( octets)", elements, "0-0 1-1 1-2 2-3")
-    assert output == "Enregistré %s« » (%d octets)"
+    assert output == "Enregistré %s « » (%d octets)"
 
 
 def test_an_empty_element_inside_a_word_wraps_the_word():
