@@ -16,7 +16,6 @@ seconds and gigabytes per million pairs, to extrapolate to WMT14's 4.5M.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -33,16 +32,18 @@ CHILD = (
 def measure(corpus, output):
     """(seconds, peak RSS in GB, links) of aligning `corpus` in a child."""
     started = time.perf_counter()
-    done = subprocess.run(
+    child = subprocess.Popen(
         [sys.executable, "-c", CHILD, corpus, output],
-        check=True,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
     )
+    links = int(child.stdout.read().split()[-1])
+    # This child's own rusage: its peak RSS, or its children's (eflomal's).
+    _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - started
-    # The largest child waited for so far: each corpus is larger than the last.
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, peak_kb / 2**20, int(done.stdout.split()[-1])
+    if status:
+        raise RuntimeError(f"aligning {corpus} failed ({status})")
+    return seconds, usage.ru_maxrss / 2**20, links
 
 
 def main():

@@ -25,7 +25,7 @@ __all__ = [
     "protected_spans",
     "restore_markup",
     "split_markup",
-    "word_links",
     "without_spans",
+    "word_links",
     "word_positions",
 ]
