@@ -20,8 +20,16 @@ import subprocess
 import sys
 import time
 
-from scale import ding_pairs, write_corpus
-
+# The corpora are written by a child too: this process imports no
+# TensorFlow, so a child's peak memory is its own (a child starts as a copy
+# of its parent's pages, which its peak counts until it runs its program).
+WRITE = (
+    "import sys\n"
+    "from scale import ding_pairs, write_corpus\n"
+    "pairs = ding_pairs()\n"
+    "for path, count in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+    "    write_corpus(path, pairs, int(count))\n"
+)
 CHILD = (
     "import sys\n"
     "from keras_transformer.data.eflomal_alignment import align_corpus\n"
@@ -52,12 +60,18 @@ def main():
     parser.add_argument("--work-dir", default="/tmp/scale")
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
-    pairs = ding_pairs()
+    corpora = {
+        count: os.path.join(args.work_dir, f"corpus-{count}.tsv")
+        for count in sorted(args.pairs)
+    }
+    subprocess.run(
+        [sys.executable, "-c", WRITE]
+        + [str(value) for item in corpora.items() for value in item[::-1]],
+        check=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    )
     results = []
-    for count in sorted(args.pairs):
-        corpus = write_corpus(
-            os.path.join(args.work_dir, f"corpus-{count}.tsv"), pairs, count
-        )
+    for count, corpus in corpora.items():
         seconds, peak_gb, links = measure(
             corpus, os.path.join(args.work_dir, f"alignments-{count}.txt")
         )
