@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from keras_transformer.alignment.links import alignment_attention
 from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.masks import padding_mask_from_ids
@@ -37,11 +36,11 @@ class Transformer(keras.Model):
     Args:
         config: a `TransformerConfig` (or its dict).
         alignment_output: output `{"logits": ..., "alignment": ...}`: the
-            logits and the cross-attention that aligns, float32 (B, T, S)
-            (`config.alignment_layer`'s, averaged over its first
-            `config.alignment_heads` heads; what `align` reads), to train
-            it toward given alignments (`training.GuidedAlignmentLoss`).
-            The weights are the same either way, so the weights of one
+            logits and the cross-attention of `config.alignment_layer`,
+            every head's, (B, h, T, S) in the compute dtype, to train the
+            first `config.alignment_heads` (what `align` reads) toward
+            given alignments (`training.GuidedAlignmentLoss`). The weights
+            and their checkpoints are the same either way, so those of one
             load into the other.
         **kwargs: base `keras.Model` arguments, e.g. `name`, or `dtype`
             (a dtype policy such as "mixed_float16"), which every sub-layer
@@ -66,12 +65,12 @@ class Transformer(keras.Model):
             attention_of=(layer,) if alignment_output else (),
         )
         outputs = self._logits(x)  # (B, T, V)
-        if alignment_output:  # one layer's scores only: (B, 1, h, T, S)
-            attention = ops.stack(scores, axis=1)
-            outputs = {
-                "logits": outputs,
-                "alignment": alignment_attention(attention, 0, config.alignment_heads),
-            }  # (B, T, S)
+        if alignment_output:
+            # The block's own output, with no operation after it: the
+            # graph's operations, by which checkpoints reach the layers, stay
+            # the plain model's.
+            (attention,) = scores  # (B, h, T, S)
+            outputs = {"logits": outputs, "alignment": attention}
         super().__init__(
             inputs={"encoder_inputs": encoder_inputs, "decoder_inputs": decoder_inputs},
             outputs=outputs,
@@ -194,6 +193,7 @@ class Transformer(keras.Model):
         )
         if not return_cross_attention:
             return self._logits(x)
+        scores = [ops.cast(layer, "float32") for layer in scores]
         return self._logits(x), ops.stack(scores, axis=1)
 
     def _decoder_stack(
@@ -204,8 +204,8 @@ class Transformer(keras.Model):
         training=None,
         attention_of=(),
     ):
-        """The decoder blocks' output (B, T, D), and the float32
-        cross-attention (B, h, T, S) of each layer in `attention_of`."""
+        """The decoder blocks' output (B, T, D), and the cross-attention
+        (B, h, T, S) of each layer in `attention_of`."""
         decoder_padding_mask = padding_mask_from_ids(decoder_inputs)  # (B, T)
         x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
         cross_attention = []
@@ -220,7 +220,7 @@ class Transformer(keras.Model):
             )
             if index in attention_of:
                 x, scores = x  # scores (B, h, T, S)
-                cross_attention.append(ops.cast(scores, "float32"))
+                cross_attention.append(scores)
         return x, cross_attention
 
     def compute_cross_attention_cache(self, encoder_outputs):

@@ -64,7 +64,8 @@ def compiled_model(plan, config, run_dir, strategy):
         loss = LabelSmoothedCrossEntropy(training.label_smoothing)
         metrics, weights = [MaskedAccuracy()], None
         if guided:  # the outputs {"logits", "alignment"}
-            loss = {"logits": loss, "alignment": GuidedAlignmentLoss()}
+            heads = plan.model.alignment_heads
+            loss = {"logits": loss, "alignment": GuidedAlignmentLoss(heads)}
             weights = {"logits": 1.0, "alignment": training.alignment_weight}
             metrics = {"logits": metrics}
         model.compile(

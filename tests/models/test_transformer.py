@@ -297,9 +297,10 @@ def test_decode_step_names_rows_that_do_not_fit_the_cross_attention_cache():
 
 
 @pytest.mark.parametrize("layer, heads", [(None, 1), (0, 0), (-1, 3)])
-def test_alignment_output_is_the_attention_that_aligns(layer, heads, tmp_path):
-    """`align`'s attention, the logits unchanged, and the weights the plain
-    model's (both ways), through a `.keras` round trip."""
+def test_alignment_output_is_the_aligning_layer_s_attention(layer, heads, tmp_path):
+    """The attention of the layer `align` reads, every head's, the logits
+    unchanged, and the weights and operations the plain model's, through
+    a `.keras` round trip."""
     config = dict(alignment_layer=layer, alignment_heads=heads)
     model = build_transformer(
         TransformerConfig.tiny(VOCAB, d_model=32, d_ff=64, dropout=0.0, **config),
@@ -316,6 +317,8 @@ def test_alignment_output_is_the_attention_that_aligns(layer, heads, tmp_path):
         TARGET, encoder_outputs, mask, return_cross_attention=True
     )
     np.testing.assert_allclose(outputs["logits"], logits_, atol=1e-6)
-    index = plain.config.alignment_layer_index
-    expected = np.array(attention)[:, index, : heads or None].mean(axis=1)
+    expected = np.array(attention)[:, plain.config.alignment_layer_index]
     np.testing.assert_allclose(outputs["alignment"], expected, atol=1e-6)
+    assert [type(op) for op in model.operations] == [
+        type(op) for op in plain.operations
+    ]  # the graph's operations, by which checkpoints reach the layers

@@ -66,6 +66,23 @@ def test_a_checkpoint_of_the_model_holds_every_weight(tmp_path):
     assert len(stored) == len(model.weights)
 
 
+def test_a_guided_alignment_model_s_checkpoint_restores_into_the_plain_model(
+    tmp_path,
+):
+    """A guided run's checkpoints are read by `average`, `evaluate` and
+    resumes into the plain model: the alignment output adds no operation to
+    the graph, through which a checkpoint reaches the layers (3 decoder
+    layers: the aligning one has a layer after it)."""
+    config = kt.TransformerConfig.small(100, d_model=32, d_ff=64, num_heads=2)
+    guided = kt.build_transformer(config, alignment_output=True)
+    path = tf.train.Checkpoint(model=guided).save(str(tmp_path / "ckpt"))
+    plain = kt.build_transformer(config)
+    status = tf.train.Checkpoint(model=plain).restore(path)
+    status.assert_existing_objects_matched()
+    for restored, saved in zip(plain.weights, guided.weights, strict=True):
+        np.testing.assert_array_equal(restored, saved)
+
+
 def test_average_checkpoints_sets_the_mean_of_the_weights(tmp_path):
     model, checkpoints, saved = checkpoints_with_random_weights(tmp_path, 3)
     average_checkpoints(model, checkpoints.manager.checkpoints[-2:])

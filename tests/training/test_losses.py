@@ -102,23 +102,26 @@ def test_bad_smoothing_raises():
         LabelSmoothedCrossEntropy(label_smoothing=1.0)
 
 
-def test_guided_alignment_loss_is_the_cross_entropy_of_linked_rows():
-    """Each linked row's links made a distribution, -sum p log q averaged over
-    the linked rows; rows without links (padding) add nothing."""
+@pytest.mark.parametrize("heads", [0, 2])
+def test_guided_alignment_loss_is_the_cross_entropy_of_linked_rows(heads):
+    """The first heads averaged; each linked row's links made a
+    distribution, -sum p log q averaged over the linked rows; rows without
+    links (padding) add nothing."""
     links = (RNG.random((2, 4, 5)) < 0.3).astype("float32")
     links[0, 1] = 0.0  # a row without links
     links[1, 2, 3] = 1.0
-    attention = keras.ops.convert_to_numpy(
-        keras.ops.softmax(RNG.normal(size=(2, 4, 5)).astype("float32"))
-    )
+    every_head = keras.ops.convert_to_numpy(
+        keras.ops.softmax(RNG.normal(size=(2, 3, 4, 5)).astype("float32"))
+    )  # (B, h, T, S)
+    attention = every_head[:, : heads or None].mean(axis=1)
     total, rows = 0.0, 0
     for b, t in np.ndindex(2, 4):
         if links[b, t].sum():
             target = links[b, t] / links[b, t].sum()
             total -= (target * np.log(attention[b, t])).sum()
             rows += 1
-    loss = GuidedAlignmentLoss()
-    np.testing.assert_allclose(float(loss(links, attention)), total / rows, rtol=1e-5)
-    assert float(loss(np.zeros_like(links), attention)) == 0.0
+    loss = GuidedAlignmentLoss(heads)
+    np.testing.assert_allclose(float(loss(links, every_head)), total / rows, rtol=1e-5)
+    assert float(loss(np.zeros_like(links), every_head)) == 0.0
     restored = GuidedAlignmentLoss.from_config(loss.get_config())
-    assert restored.name == loss.name == "guided_alignment"
+    assert (restored.heads, restored.name) == (heads, "guided_alignment")
