@@ -5,14 +5,9 @@ from .links import (
     word_links,
     word_positions,
 )
-from .markup import (
-    Element,
-    protected_spans,
-    restore_markup,
-    split_markup,
-    without_spans,
-)
+from .markup import Element, restore_markup, split_markup
 from .pharaoh import alignment_error_rate, format_pharaoh, parse_pharaoh
+from .spans import protected_spans, without_spans
 
 __all__ = [
     "Element",

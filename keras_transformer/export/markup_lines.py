@@ -1,11 +1,7 @@
 """`translate --markup`: each line's tags and placeholders through its translation."""
 
-from keras_transformer.alignment.markup import (
-    protected_spans,
-    restore_markup,
-    split_markup,
-    without_spans,
-)
+from keras_transformer.alignment.markup import restore_markup, split_markup
+from keras_transformer.alignment.spans import protected_spans, without_spans
 from keras_transformer.export.control_settings import Terms
 
 
