@@ -329,7 +329,7 @@ def _assemble(translation, words, elements, ranges, inside, mode):
             space_before, space_after = _spacing(index, elements, children)
             if element.word:  # out of the word it stood in: a word of its own
                 space_before = space_after = True
-            glued_to_word = first and not (element.end or space_before or element.word)
+            glued_to_word = first and not (element.end or space_before)
             if glued_to_word:
                 # to the end of the word before it: "(%d", "one<br>"
                 glued[first].append(markup)

@@ -15,6 +15,7 @@ vocabulary while the text is converted; the time grows in step with the
 corpus (benchmarks/README.md gives both).
 """
 
+import array
 import importlib.util
 import os
 import tempfile
@@ -42,15 +43,19 @@ def align_corpus(files, path, columns=(0, 1)):
     check_eflomal()
     import eflomal
 
-    def side(index):  # the corpus's sources or targets, a line a pair
-        return (pair[index] + "\n" for pair in CorpusReader(files, columns))
+    numbers = array.array("q")  # the corpus line of each pair, from the sources
 
+    def sources():
+        for number, source, _ in CorpusReader(files, columns):
+            numbers.append(number)
+            yield source + "\n"
+
+    targets = (target + "\n" for _, _, target in CorpusReader(files, columns))
     with tempfile.TemporaryDirectory() as folder:
         forward, reverse = (os.path.join(folder, name) for name in ("fwd", "rev"))
         eflomal.Aligner().align(
-            side(1), side(2), links_filename_fwd=forward, links_filename_rev=reverse
+            sources(), targets, links_filename_fwd=forward, links_filename_rev=reverse
         )
-        numbers = (number for number, _, _ in CorpusReader(files, columns))
         links = 0
         with (
             open(forward, encoding="utf-8") as forward_lines,

@@ -80,6 +80,8 @@ def load_splits(data, seed=0, log=None):
 
 
 def _file_corpus(data, seed, log):
+    if data.train_alignments == EFLOMAL:  # before the files are read
+        check_eflomal()
     splits, scan = load_parallel_files(
         data.train_files,
         data.valid_files,
@@ -89,8 +91,6 @@ def _file_corpus(data, seed, log):
         log=log,
         alignments=data.alignment_file,
     )
-    if data.train_alignments == EFLOMAL:
-        check_eflomal()
     files = " ".join(data.train_files)
     if scan.fractions:
         log(
