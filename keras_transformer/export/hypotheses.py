@@ -15,14 +15,16 @@ import itertools
 import random
 
 from keras_transformer.export.engines import open_export
+from keras_transformer.export.line_inputs import (
+    decoded_lines,
+    text_length,
+    with_line_files,
+)
 from keras_transformer.export.streaming import (
     SORT_WINDOW,
-    decoded_lines,
     glossary_terms,
     report_cut_prefixes,
-    text_length,
     translate_batches,
-    with_line_files,
 )
 
 SAMPLING_FORMS = "topk:K (an int K >= 1) or topp:P (0 < P <= 1)"
