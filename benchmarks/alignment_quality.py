@@ -2,11 +2,13 @@
 
 A model's word alignments (`keras_transformer.alignment`) are read from one
 decoder layer's cross-attention, averaged over its first heads: the model
-config's `alignment_layer` and `alignment_heads`. This scores every choice
-on a gold set of sure and possible links, each single head too (for
-insight: the config can name only a layer's first heads), by forced
-decoding of the gold pairs, and eflomal (pip `eflomal`) given a training
-text:
+config's `alignment_layer` and `alignment_heads`, in the pass of the
+decoder under its causal mask or (`full_context_alignment`) without it.
+This scores every choice on a gold set of sure and possible links, each
+single head too (for insight: the config can name only a layer's first
+heads), in both passes ("full" names the one without the mask), by
+forced decoding of the gold pairs, and eflomal (pip `eflomal`) given a
+training text:
 
     python benchmarks/alignment_quality.py RUN_DIR|MODEL.keras \\
         --gold ../shared/data/word-alignment \\
@@ -23,6 +25,7 @@ object.
 """
 
 import argparse
+import itertools
 import json
 import os
 import tempfile
@@ -47,8 +50,10 @@ def read_gold(folder):
 
 
 def model_choices(model_path, sources, targets, batch_size):
-    """{(layer, heads) or (layer, "head", h): per sentence its links}, and
-    the sentences whose words the tokenizer counts otherwise."""
+    """{"layer heads" or "layer head h": per sentence its links}, read in
+    the causal pass and, prefixed "full ", in the pass without the causal
+    mask (full context); and the sentences whose words the tokenizer
+    counts otherwise."""
     import keras_transformer.models.transformer  # noqa: F401  (registers it)
     from keras_transformer.alignment import (
         alignment_attention,
@@ -56,7 +61,10 @@ def model_choices(model_path, sources, targets, batch_size):
         word_positions,
     )
     from keras_transformer.data.tokenizer import load_tokenizer
-    from keras_transformer.decoding.forced import teacher_forced_cross_attention
+    from keras_transformer.decoding.forced import (
+        teacher_forced_cross_attention,
+        teacher_forced_inputs,
+    )
     from keras_transformer.export import Translator
     from keras_transformer.recipe.run_directory import model_and_run
     from keras_transformer.training import load_model
@@ -72,7 +80,12 @@ def model_choices(model_path, sources, targets, batch_size):
         source_ids, target_ids, encoded, mask = translator.forced_inputs(
             sources[batch], targets[batch]
         )
-        attention = teacher_forced_cross_attention(model, target_ids, encoded, mask)
+        passes = {
+            "": teacher_forced_cross_attention(model, target_ids, encoded, mask),
+            "full ": model.full_context_cross_attention(
+                teacher_forced_inputs(target_ids), encoded, mask, num_layers=layers
+            ),
+        }
         source_words = word_positions(source_ids, translator.source_piece_roles)
         target_words = word_positions(target_ids, translator.target_piece_roles)
         for words, texts in ((source_words, sources), (target_words, targets)):
@@ -83,13 +96,13 @@ def model_choices(model_path, sources, targets, batch_size):
             )
         options = [(layer, n) for layer in range(layers) for n in range(heads + 1)]
         options += [(layer, "head", h) for layer in range(layers) for h in range(heads)]
-        for option in options:
+        for (context, attention), option in itertools.product(passes.items(), options):
             if option[1] == "head":
                 maps = np.asarray(attention)[:, option[0], option[2]]  # (B, T, S)
             else:
                 maps = alignment_attention(attention, option[0], option[1])
             links = np.asarray(word_links(maps, source_words, target_words))
-            choices.setdefault(" ".join(map(str, option)), []).extend(
+            choices.setdefault(context + " ".join(map(str, option)), []).extend(
                 {tuple(link) for link in np.argwhere(row)} for row in links
             )
     return choices, miscounted, model.config
@@ -176,7 +189,8 @@ def _seconds(function):
 
 def _choice(config):
     """ "layer heads" of a config, as the rows of the results name them."""
-    return f"{config.alignment_layer_index} {config.alignment_heads}"
+    context = "full " if config.full_context_alignment else ""
+    return f"{context}{config.alignment_layer_index} {config.alignment_heads}"
 
 
 def main():
@@ -212,15 +226,19 @@ def main():
     }
     configurable = {k: v for k, v in rates.items() if "head " not in k}
     best = min(configurable, key=configurable.get)
+    its_choice = _choice(config)
     result = {
         "gold_pairs": len(sources),
         "words_counted_otherwise": miscounted,
         "model": {
             "path": args.model,
-            "its_config_choice": _choice(config),
+            "its_config_choice": its_choice,
+            "its_config_choice_aer": configurable[its_choice],
             "package_default": _choice(
                 config.replace(
-                    alignment_layer=ALIGNMENT_LAYER, alignment_heads=ALIGNMENT_HEADS
+                    alignment_layer=ALIGNMENT_LAYER,
+                    alignment_heads=ALIGNMENT_HEADS,
+                    full_context_alignment=False,
                 )
             ),
             "best_configurable": best,

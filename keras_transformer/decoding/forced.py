@@ -72,11 +72,16 @@ def token_log_probabilities(
 
 
 def teacher_forced_cross_attention(
-    model, ids, encoder_outputs, encoder_padding_mask, start_id=START_ID
+    model,
+    ids,
+    encoder_outputs,
+    encoder_padding_mask,
+    start_id=START_ID,
+    full_context=False,
 ):
     """Forced decoding's cross-attention: how each token of given targets
     was attended from, the decoder run once as `token_log_probabilities`
-    runs it.
+    runs it, or without its causal mask (`full_context`).
 
     Args:
         model: a `keras_transformer.Transformer`.
@@ -84,18 +89,22 @@ def teacher_forced_cross_attention(
         encoder_outputs: (B, S, d_model) from `model.encode`.
         encoder_padding_mask: (B, S) from `model.encode`.
         start_id: the token that starts every target.
+        full_context: every position sees the whole target, the token it
+            predicts included (`Transformer.full_context_cross_attention`),
+            as a model with `config.full_context_alignment` aligns; the
+            layers up to `config.alignment_layer` only.
 
     Returns:
         float32 (B, layers, heads, L, S): row t is how the decoder, predicting
         `ids[:, t]`, attends over the source positions; 0 in rows of padding.
     """
     ids = ops.cast(ids, "int32")  # (B, L)
-    _, attention = model.decode(
-        teacher_forced_inputs(ids, start_id),
-        encoder_outputs,
-        encoder_padding_mask,
-        return_cross_attention=True,
-    )  # (B, layers, h, L, S)
+    inputs = teacher_forced_inputs(ids, start_id), encoder_outputs, encoder_padding_mask
+    if full_context:
+        attention = model.full_context_cross_attention(*inputs)
+    else:
+        _, attention = model.decode(*inputs, return_cross_attention=True)
+    # attention: (B, layers, h, L, S)
     is_token = ops.cast(ids != PAD_ID, "float32")[:, None, None, :, None]
     return attention * is_token
 

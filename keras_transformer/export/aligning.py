@@ -19,7 +19,8 @@ class Aligning:
     A mixin: it uses the translator's `model`, `tokenizer` and
     `forced_inputs`; the translator's `__init__` calls `_track_words`.
     The layer and heads it reads are the model config's
-    `alignment_layer` and `alignment_heads`.
+    `alignment_layer` and `alignment_heads`, with its
+    `full_context_alignment`.
     """
 
     def _track_words(self):
@@ -34,8 +35,10 @@ class Aligning:
 
         Forced decoding, as `score`'s, reads the cross-attention of the
         model config's `alignment_layer`, averaged over its first
-        `alignment_heads` heads, and links each target word to the source
-        words its pieces attend to most (`alignment.word_links`). Words
+        `alignment_heads` heads (in a pass without the causal mask where
+        the config says `full_context_alignment`), and links each target
+        word to the source words its pieces attend to most
+        (`alignment.word_links`). Words
         are what is between spaces in the text as the tokenizer
         normalises it. Sources and targets follow `score`'s input rules:
         the words of a part cut off are not linked, and an empty source
@@ -50,10 +53,15 @@ class Aligning:
         source_ids, target_ids, encoder_outputs, mask = self.forced_inputs(
             source, target
         )
-        attention = teacher_forced_cross_attention(
-            self.model, target_ids, encoder_outputs, mask, START_ID
-        )  # (B, layers, h, T, S)
         config = self.model.config
+        attention = teacher_forced_cross_attention(
+            self.model,
+            target_ids,
+            encoder_outputs,
+            mask,
+            START_ID,
+            full_context=config.full_context_alignment,
+        )  # (B, layers, h, T, S)
         links = word_links(
             alignment_attention(
                 attention, config.alignment_layer_index, config.alignment_heads

@@ -11,6 +11,7 @@ dependency, imported when needed.
 
 import json
 import os
+import warnings
 
 import numpy as np
 from keras import ops
@@ -107,6 +108,11 @@ def transformer_spec(model, tokenizer, max_length):
     `Translator.source_ids` makes it (`add_source_eos`), and the decoder
     starts with the start token.
 
+    CTranslate2 returns the attention of decoding, under the causal mask:
+    a model trained to align with full context
+    (`config.full_context_alignment`) is converted with a warning, as its
+    CTranslate2 alignments are not its SavedModel's.
+
     Args:
         model: a `keras_transformer.Transformer`.
         tokenizer: the `SubwordTokenizer` it was trained with.
@@ -128,6 +134,14 @@ def transformer_spec(model, tokenizer, max_length):
         raise ValueError(
             f"CTranslate2 has no activation {config.activation!r}; it has "
             f"{', '.join(sorted(ACTIVATIONS))}."
+        )
+    if config.full_context_alignment:
+        warnings.warn(
+            "This model aligns with full context (full_context_alignment), "
+            "which CTranslate2 cannot run: its alignments (align, translate "
+            "--alignments and --markup) come from the attention of decoding, "
+            "under the causal mask, and are worse. Align with the SavedModel.",
+            stacklevel=2,
         )
     spec = ctranslate2.specs.TransformerSpec.from_config(
         (config.num_encoder_layers, config.num_decoder_layers),

@@ -11,8 +11,10 @@ PRESETS = ("tiny", "small", "base", "big")
 ALIGNMENT_LAYER = None
 ALIGNMENT_HEADS = 0
 # Guided alignment training (Garg et al.) trains one head of that layer by
-# default, with the alignment loss weighted as Marian's default weighs it.
+# default, in a pass that sees the whole target (full context), with the
+# alignment loss weighted as Marian's default weighs it.
 GUIDED_ALIGNMENT_HEADS = 1
+GUIDED_FULL_CONTEXT = True
 GUIDED_ALIGNMENT_WEIGHT = 0.1
 # Settings that were fields once, and where each went. A config saved then (in
 # a .keras file or a run folder's model_config.json) still holds them:
@@ -102,6 +104,12 @@ class TransformerConfig:
             `alignment_layer_index` resolves it.
         alignment_heads: how many of that layer's first heads to average
             for them; 0 for all (fairseq's and CTranslate2's setting).
+        full_context_alignment: read alignments (and train them, with
+            guided alignment) from a decoder pass without the causal mask,
+            up to `alignment_layer`: each target position then sees the
+            whole target, the piece it aligns included (Garg et al.'s full
+            context, fairseq's `--full-context-alignment`). Only a model
+            trained so aligns well so. Translation is unchanged.
 
     Example:
 
@@ -133,6 +141,7 @@ class TransformerConfig:
     target_vocab_size: int | None = None
     alignment_layer: int | None = ALIGNMENT_LAYER
     alignment_heads: int = ALIGNMENT_HEADS
+    full_context_alignment: bool = False
 
     def __post_init__(self):
         positive = (
@@ -180,6 +189,11 @@ class TransformerConfig:
             raise ValueError(
                 f"alignment_heads must be an int in [0, {heads}] (0: all "
                 f"{heads} heads), got {self.alignment_heads!r}."
+            )
+        if not isinstance(self.full_context_alignment, bool):
+            raise ValueError(
+                "full_context_alignment must be a bool, got "
+                f"{self.full_context_alignment!r}."
             )
         if self.target_vocab_size is not None:
             value = self.target_vocab_size

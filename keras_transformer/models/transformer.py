@@ -7,11 +7,12 @@ from keras_transformer.layers.decoder_block import DecoderBlock
 from keras_transformer.layers.encoder_block import EncoderBlock
 from keras_transformer.layers.masks import padding_mask_from_ids
 from keras_transformer.layers.positional_embedding import PositionalEmbedding
+from keras_transformer.models.cached_decoding import CachedDecoding
 from keras_transformer.models.config import TransformerConfig
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class Transformer(keras.Model):
+class Transformer(CachedDecoding, keras.Model):
     """The Transformer of "Attention Is All You Need", as a functional model.
 
     Inputs are a dict of int token ids, `encoder_inputs` (B, S) and
@@ -25,7 +26,9 @@ class Transformer(keras.Model):
     `encode` runs the encoder once, `compute_cross_attention_cache` computes
     every decoder layer's keys and values of the encoder output once,
     `init_cache` makes the self-attention caches (the state that changes
-    from step to step), and `decode_step` decodes new tokens against them. To `fit` or
+    from step to step), and `decode_step` decodes new tokens against them
+    (`CachedDecoding`). `full_context_cross_attention` is the attention
+    that a model trained to align with full context aligns with. To `fit` or
     `evaluate` under a `tf.distribute` strategy, first call
     `training.fix_distributed_fit(model)` (`from keras_transformer import
     training`; the training recipe does), a workaround for
@@ -57,14 +60,22 @@ class Transformer(keras.Model):
         encoder_inputs = keras.Input((None,), dtype="int32", name="encoder_inputs")
         decoder_inputs = keras.Input((None,), dtype="int32", name="decoder_inputs")
         encoder_outputs, encoder_padding_mask = self.encode(encoder_inputs)
-        layer = config.alignment_layer_index
-        x, scores = self._decoder_stack(
-            decoder_inputs,
+        # Embedded once: a second pass adds no operation to the graph.
+        stack_inputs = (
+            self._embed_target(decoder_inputs),
             encoder_outputs,
             encoder_padding_mask,
-            attention_of=(layer,) if alignment_output else (),
         )
+        aligning = (config.alignment_layer_index,) if alignment_output else ()
+        x, scores = self._decoder_stack(*stack_inputs, attention_of=aligning)
         outputs = self._logits(x)  # (B, T, V)
+        if aligning and config.full_context_alignment:
+            # A second pass, without the causal mask. (The first still
+            # returns the layer's scores: Keras takes the outputs of each
+            # call of a layer to be as many as its first call's.)
+            _, scores = self._decoder_stack(
+                *stack_inputs, attention_of=aligning, use_causal_mask=False
+            )
         if alignment_output:
             # The block's own output, with no operation after it: the
             # graph's operations, by which checkpoints reach the layers, stay
@@ -189,144 +200,104 @@ class Transformer(keras.Model):
         """
         layers = range(len(self.decoder_blocks)) if return_cross_attention else ()
         x, scores = self._decoder_stack(
-            decoder_inputs, encoder_outputs, encoder_padding_mask, training, layers
+            self._embed_target(decoder_inputs, training),
+            encoder_outputs,
+            encoder_padding_mask,
+            training,
+            layers,
         )
         if not return_cross_attention:
             return self._logits(x)
         scores = [ops.cast(layer, "float32") for layer in scores]
         return self._logits(x), ops.stack(scores, axis=1)
 
+    def _embed_target(self, decoder_inputs, training=None):
+        """The decoder blocks' input (B, T, D) and padding mask (B, T)."""
+        x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
+        return x, padding_mask_from_ids(decoder_inputs)
+
     def _decoder_stack(
         self,
-        decoder_inputs,
+        embedded_target,
         encoder_outputs,
         encoder_padding_mask,
         training=None,
         attention_of=(),
+        use_causal_mask=True,
     ):
-        """The decoder blocks' output (B, T, D), and the cross-attention
-        (B, h, T, S) of each layer in `attention_of`."""
-        decoder_padding_mask = padding_mask_from_ids(decoder_inputs)  # (B, T)
-        x = self.target_embedding(decoder_inputs, training=training)  # (B, T, D)
+        """The decoder blocks' output (B, T, D) of an `_embed_target`, and
+        the cross-attention (B, h, T, S) of each layer in `attention_of`.
+
+        Without the causal mask (each position sees the whole target: the
+        full context that alignments may be read with), only the blocks up
+        to the last of `attention_of` run, and the output is None."""
+        x, decoder_padding_mask = embedded_target  # (B, T, D), (B, T)
+        blocks = self.decoder_blocks
+        if not use_causal_mask:
+            blocks = blocks[: max(attention_of) + 1]
         cross_attention = []
-        for index, block in enumerate(self.decoder_blocks):
+        for index, block in enumerate(blocks):
             x = block(
                 x,
                 encoder_outputs,
                 decoder_padding_mask=decoder_padding_mask,
                 encoder_padding_mask=encoder_padding_mask,
+                use_causal_mask=use_causal_mask,
                 return_attention_scores=index in attention_of,
                 training=training,
             )
             if index in attention_of:
                 x, scores = x  # scores (B, h, T, S)
                 cross_attention.append(scores)
-        return x, cross_attention
+        return (x if use_causal_mask else None), cross_attention
 
-    def compute_cross_attention_cache(self, encoder_outputs):
-        """Every decoder layer's keys and values of the encoder output.
+    def full_context_cross_attention(
+        self,
+        decoder_inputs,
+        encoder_outputs,
+        encoder_padding_mask,
+        num_layers=None,
+        training=None,
+    ):
+        """The cross-attention of a decoder pass without the causal mask.
 
-        Fixed for a source item while its target decodes: computed once,
-        with one row per item. The token rows of `decode_step` may be K per
-        item (beam k of item b at row b * K + k, `rows_per_item=K`).
+        Each target position sees every other, later ones included: the
+        full context that a model with `config.full_context_alignment`
+        is trained to align with (Garg et al., 2019). Only the first
+        `num_layers` blocks run. A translation never reads it.
 
         Args:
+            decoder_inputs: int token ids (B, T), 0 for padding.
             encoder_outputs: (B, S, d_model) from `encode`.
+            encoder_padding_mask: (B, S) from `encode`.
+            num_layers: how many of the first decoder layers to run; None
+                for those up to `config.alignment_layer`.
+            training: whether dropout is active.
 
         Returns:
-            A tuple of `(keys, values)` pairs, one per decoder layer, each
-            (B, h, S, d_model / h).
-        """
-        return tuple(
-            block.compute_cross_attention_cache(encoder_outputs)
-            for block in self.decoder_blocks
-        )
-
-    def init_cache(self, batch_size, max_length=None):
-        """Empty self-attention caches: the state `decode_step` updates.
-
-        Each decoder layer's self-attention makes its own
-        (`DecoderBlock.empty_self_attention_cache`), so that its shapes and
-        dtype have one owner.
-
-        Args:
-            batch_size: B, the rows decoded (an int or scalar tensor).
-            max_length: None for caches of length 0 that each step extends
-                (`decode_step(cache_update="append")`), or the most target
-                tokens for buffers of that length that each step writes in
-                place (`cache_update="write"`, the fixed shapes XLA needs).
-
-        Returns:
-            A tuple of `(keys, values)` pairs, one per decoder layer, each
-            (B, h, L, d_model / h) with L = 0 or `max_length`, in the
-            model's compute dtype.
+            float32 (B, num_layers, h, T, S), as `decode` returns the
+            cross-attention.
 
         Example:
 
-        >>> model = build_transformer(TransformerConfig.tiny(vocab_size=100))
-        >>> cache = model.init_cache(batch_size=3, max_length=10)
-        >>> len(cache) == model.config.num_decoder_layers
-        True
-        >>> [tuple(part.shape) for part in cache[0]]
-        [(3, 4, 10, 32), (3, 4, 10, 32)]
+        >>> model = build_transformer(TransformerConfig.tiny(vocab_size=20))
+        >>> outputs, mask = model.encode(np.array([[5, 6, 2]]))
+        >>> attention = model.full_context_cross_attention(
+        ...     np.array([[1, 7, 8, 0]]), outputs, mask)
+        >>> tuple(attention.shape)  # alignment_layer 0 of 2: one layer
+        (1, 1, 4, 4, 3)
         """
-        length = 0 if max_length is None else max_length
-        return tuple(
-            block.empty_self_attention_cache(batch_size, length)
-            for block in self.decoder_blocks
+        if num_layers is None:
+            num_layers = self.config.alignment_layer_index + 1
+        _, scores = self._decoder_stack(
+            self._embed_target(decoder_inputs, training),
+            encoder_outputs,
+            encoder_padding_mask,
+            training,
+            attention_of=range(num_layers),
+            use_causal_mask=False,
         )
-
-    def decode_step(
-        self,
-        token_ids,
-        cache,
-        index,
-        cross_attention_cache,
-        encoder_padding_mask,
-        cache_update="append",
-        rows_per_item=1,
-    ):
-        """Decodes `token_ids` at positions `index, index + 1, ...` with a cache.
-
-        Each call costs only the new tokens: their keys and values enter
-        the cache and earlier ones are read back.
-
-        Args:
-            token_ids: int (B', t), usually t = 1; B' = B * `rows_per_item`
-                rows for B source items.
-            cache: from `init_cache` or a previous `decode_step`, B' rows.
-            index: int or scalar tensor, position of `token_ids[:, 0]`.
-            cross_attention_cache: from `compute_cross_attention_cache`, B
-                rows.
-            encoder_padding_mask: (B, S) from `encode`.
-            cache_update: "append" for caches of `index` positions that
-                grow by t, "write" for buffers written in place (see
-                `init_cache`).
-            rows_per_item: K, the number of consecutive rows of `token_ids`
-                (and of `cache`) that share one source item, e.g. beam
-                search's beams (beam k of item b at row b * K + k); an int,
-                or a scalar int tensor outside `jax.jit`. See `DecoderBlock`.
-
-        Returns:
-            `(logits, cache)`: float32 (B', t, vocab_size) and the updated
-            cache.
-        """
-        x = self.target_embedding(token_ids, start_index=index)  # (B', t, D)
-        new_cache = []
-        for block, self_cache, cross_cache in zip(
-            self.decoder_blocks, cache, cross_attention_cache, strict=True
-        ):
-            x, self_cache = block(
-                x,
-                encoder_padding_mask=encoder_padding_mask,
-                self_attention_cache=self_cache,
-                cross_attention_cache=cross_cache,
-                cache_index=index,
-                cache_update=cache_update,
-                rows_per_item=rows_per_item,
-            )
-            new_cache.append(self_cache)
-        return self._logits(x), tuple(new_cache)
+        return ops.stack([ops.cast(layer, "float32") for layer in scores], axis=1)
 
     def _logits(self, decoder_outputs):
         if self.decoder_layer_norm is not None:

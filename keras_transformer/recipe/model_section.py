@@ -4,6 +4,7 @@ import dataclasses
 
 from keras_transformer.models.config import (
     GUIDED_ALIGNMENT_HEADS,
+    GUIDED_FULL_CONTEXT,
     PRESETS,
     TransformerConfig,
 )
@@ -68,7 +69,8 @@ class ModelSection:
         """The preset with dropout at least `MIN_DROPOUT`, then the overrides.
 
         A model trained to align (`guided`) aligns with
-        `GUIDED_ALIGNMENT_HEADS` heads unless the overrides say.
+        `GUIDED_ALIGNMENT_HEADS` heads, with full context as
+        `GUIDED_FULL_CONTEXT` says, unless the overrides say.
 
         Example:
 
@@ -83,6 +85,7 @@ class ModelSection:
         values = {"dropout": max(preset.dropout, MIN_DROPOUT)}
         if guided:
             values["alignment_heads"] = GUIDED_ALIGNMENT_HEADS
+            values["full_context_alignment"] = GUIDED_FULL_CONTEXT
         return preset.replace(**{**values, **self.overrides})
 
     def to_dict(self):

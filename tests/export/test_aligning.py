@@ -180,12 +180,48 @@ def test_the_benchmark_scores_every_layer_and_heads_on_a_gold_set(
         str(tmp_path / "model.keras"), sources, targets, batch_size=8
     )
     assert miscounted == 0
-    assert set(choices) == {
+    one_pass = {
         *(f"{layer} {heads}" for layer in (0, 1) for heads in range(5)),
         *(f"{layer} head {head}" for layer in (0, 1) for head in range(4)),
     }
+    assert set(choices) == one_pass | {f"full {choice}" for choice in one_pass}
     rates = {
         name: alignment_error_rate(links, sure, possible)
         for name, links in choices.items()
     }
     assert rates["1 0"] <= 0.2 and rates["1 0"] < rates["0 0"]
+
+
+def test_a_full_context_model_aligns_with_the_pass_without_the_causal_mask(
+    translator, held_out
+):
+    """A model whose config says `full_context_alignment` aligns with the
+    attention of the pass where each target piece sees the whole target."""
+    from keras_transformer.alignment import (
+        alignment_attention,
+        word_links,
+        word_positions,
+    )
+    from keras_transformer.decoding.forced import teacher_forced_inputs
+    from keras_transformer.export import Translator
+    from keras_transformer.models.transformer import build_transformer
+
+    config = translator.model.config.replace(full_context_alignment=True)
+    model = build_transformer(config)
+    model.set_weights(translator.model.get_weights())
+    full_context = Translator(model, translator.tokenizer, translator.max_length)
+    sources, targets = [list(side) for side in zip(*held_out[:8], strict=True)]
+    lines = align(full_context.signatures(), sources, targets)["alignment"]
+    source_ids, target_ids, outputs, mask = full_context.forced_inputs(sources, targets)
+    attention = model.full_context_cross_attention(
+        teacher_forced_inputs(target_ids), outputs, mask
+    )
+    links = word_links(
+        alignment_attention(
+            attention, config.alignment_layer_index, config.alignment_heads
+        ),
+        word_positions(source_ids, full_context.source_piece_roles),
+        word_positions(target_ids, full_context.target_piece_roles),
+    )
+    expected = [format_pharaoh(np.argwhere(row)) for row in np.asarray(links)]
+    assert [line.decode() for line in lines] == expected

@@ -342,3 +342,17 @@ def test_return_attention_is_the_configured_layer_and_heads(layer, heads, tmp_pa
     layer = config.alignment_layer_index  # None: the default, the penultimate
     ours = np.asarray(alignment_attention(attention, layer, heads))[0]
     np.testing.assert_allclose(theirs, ours[: len(pieces[1]), :-1], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_full_context_model_converts_with_a_warning_on_its_alignments(tmp_path):
+    """CTranslate2 cannot read attention without the causal mask."""
+    from keras_transformer.data import train_tokenizer
+
+    tokenizer = train_tokenizer(["a b c d"] * 20, vocab_size=10, byte_fallback=False)
+    config = kt.TransformerConfig.tiny(
+        tokenizer.vocab_size, d_model=16, full_context_alignment=True
+    )
+    translator = Translator(kt.build_transformer(config), tokenizer, max_length=8)
+    with pytest.warns(UserWarning, match="causal mask"):
+        export_ctranslate2(translator, tmp_path / "model")

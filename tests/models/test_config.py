@@ -149,6 +149,7 @@ def test_dict_round_trip():
         ({"alignment_layer": True}, "alignment_layer"),
         ({"alignment_heads": 9}, r"alignment_heads must be an int in \[0, 8\]"),
         ({"alignment_heads": -1}, "alignment_heads"),
+        ({"full_context_alignment": 1}, "full_context_alignment must be a bool"),
     ],
 )
 def test_bad_values_raise_value_error(changes, message):

@@ -296,12 +296,20 @@ def test_decode_step_names_rows_that_do_not_fit_the_cross_attention_cache():
         model.decode_step(beams, model.init_cache(6), 0, *context)
 
 
-@pytest.mark.parametrize("layer, heads", [(None, 1), (0, 0), (-1, 3)])
-def test_alignment_output_is_the_aligning_layer_s_attention(layer, heads, tmp_path):
-    """The attention of the layer `align` reads, every head's, the logits
-    unchanged, and the weights and operations the plain model's, through
-    a `.keras` round trip."""
-    config = dict(alignment_layer=layer, alignment_heads=heads)
+@pytest.mark.parametrize(
+    "layer, heads, full_context", [(None, 1, False), (0, 0, True), (-1, 3, False)]
+)
+def test_alignment_output_is_the_aligning_layer_s_attention(
+    layer, heads, full_context, tmp_path
+):
+    """The attention of the layer `align` reads, every head's (in a pass of
+    its own for full context), the logits unchanged, and the weights and
+    operations the plain model's, through a `.keras` round trip."""
+    config = dict(
+        alignment_layer=layer,
+        alignment_heads=heads,
+        full_context_alignment=full_context,
+    )
     model = build_transformer(
         TransformerConfig.tiny(VOCAB, d_model=32, d_ff=64, dropout=0.0, **config),
         alignment_output=True,
@@ -317,8 +325,44 @@ def test_alignment_output_is_the_aligning_layer_s_attention(layer, heads, tmp_pa
         TARGET, encoder_outputs, mask, return_cross_attention=True
     )
     np.testing.assert_allclose(outputs["logits"], logits_, atol=1e-6)
+    if full_context:
+        attention = plain.full_context_cross_attention(TARGET, encoder_outputs, mask)
     expected = np.array(attention)[:, plain.config.alignment_layer_index]
     np.testing.assert_allclose(outputs["alignment"], expected, atol=1e-6)
     assert [type(op) for op in model.operations] == [
         type(op) for op in plain.operations
     ]  # the graph's operations, by which checkpoints reach the layers
+
+
+def test_full_context_attention_sees_later_tokens_and_no_padding():
+    """Without the causal mask a position's attention changes with a later
+    token (the causal pass's does not), and a target of one token has
+    nothing to hide: its attention is the causal pass's. Padding changes
+    nothing, and only the layers up to the aligning one run."""
+    model = tiny_model(num_decoder_layers=3, alignment_layer=1)
+    encoder_outputs, mask = model.encode(SOURCE)
+
+    def full(target, **kwargs):
+        return np.array(
+            model.full_context_cross_attention(target, encoder_outputs, mask, **kwargs)
+        )
+
+    def causal(target):
+        _, attention = model.decode(
+            target, encoder_outputs, mask, return_cross_attention=True
+        )
+        return np.array(attention)
+
+    changed = TARGET.copy()
+    changed[:, -1] = (changed[:, -1] % (VOCAB - 1)) + 1  # another later token
+    assert full(TARGET).shape == (3, 2, 4, 6, 7)
+    assert np.abs(full(changed)[..., 0, :] - full(TARGET)[..., 0, :]).max() > 1e-3
+    np.testing.assert_allclose(
+        causal(changed)[..., :-1, :], causal(TARGET)[..., :-1, :], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        full(TARGET[:, :1]), causal(TARGET[:, :1])[:, :2], atol=1e-6
+    )
+    padded = np.pad(TARGET, [[0, 0], [0, 2]])
+    np.testing.assert_allclose(full(padded)[..., :6, :], full(TARGET), atol=1e-6)
+    assert full(TARGET, num_layers=3).shape[1] == 3

@@ -269,7 +269,8 @@ def test_a_guided_alignment_run_trains_the_head_that_align_reads(tmp_path):
     with open(run_dir.alignments) as file:
         assert len(file.readlines()) == 300
     assert any(line.startswith("Aligning the pairs of") for line in logged)
-    assert run_dir.read_model_config().alignment_heads == 1
+    aligning = run_dir.read_model_config()
+    assert aligning.alignment_heads == 1 and aligning.full_context_alignment
     model = keras.saving.load_model(run_dir.model)
     assert not model.alignment_output
     translator = tf.saved_model.load(results["export_path"])

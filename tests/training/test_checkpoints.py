@@ -66,14 +66,18 @@ def test_a_checkpoint_of_the_model_holds_every_weight(tmp_path):
     assert len(stored) == len(model.weights)
 
 
+@pytest.mark.parametrize("full_context", [False, True])
 def test_a_guided_alignment_model_s_checkpoint_restores_into_the_plain_model(
-    tmp_path,
+    full_context, tmp_path
 ):
     """A guided run's checkpoints are read by `average`, `evaluate` and
-    resumes into the plain model: the alignment output adds no operation to
-    the graph, through which a checkpoint reaches the layers (3 decoder
-    layers: the aligning one has a layer after it)."""
-    config = kt.TransformerConfig.small(100, d_model=32, d_ff=64, num_heads=2)
+    resumes into the plain model: the alignment output, and the second
+    pass of full context, add no operation to the graph, through which a
+    checkpoint reaches the layers (3 decoder layers: the aligning one has
+    a layer after it)."""
+    config = kt.TransformerConfig.small(
+        100, d_model=32, d_ff=64, num_heads=2, full_context_alignment=full_context
+    )
     guided = kt.build_transformer(config, alignment_output=True)
     path = tf.train.Checkpoint(model=guided).save(str(tmp_path / "ckpt"))
     plain = kt.build_transformer(config)
