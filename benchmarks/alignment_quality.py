@@ -12,15 +12,17 @@ training text:
 
     python benchmarks/alignment_quality.py RUN_DIR|MODEL.keras \\
         --gold ../shared/data/word-alignment \\
-        --eflomal-text train.en train.fr --speed EXPORT
+        --eflomal-text train.en train.fr --speed EXPORT --teacher LINKS
 
 The gold set (`enfr.src-tgt`, `enfr.gold`, 1-indexed links) is the
 Hansards English-French one of `../shared/data/word-alignment`; the model
 translates English into French. eflomal aligns the training text with
 the gold pairs appended (the same text the model should have been trained
 on) and is scored on those pairs: forward, reverse, and their
-intersection and union. With `--speed`, an export of the model is timed
-on the gold sources: its translation, `align`, and both. Prints one JSON
+intersection and union. With `--teacher`, the links a guided model was
+trained toward on the gold pairs, it says how near the attention that
+aligns came to them. With `--speed`, an export of the model is timed on
+the gold sources: its translation, `align`, and both. Prints one JSON
 object.
 """
 
@@ -106,6 +108,63 @@ def model_choices(model_path, sources, targets, batch_size):
                 {tuple(link) for link in np.argwhere(row)} for row in links
             )
     return choices, miscounted, model.config
+
+
+def teacher_agreement(model_path, sources, targets, teacher, batch_size):
+    """How near the attention that the model config reads is to the links
+    it was trained toward (guided alignment): over the target pieces the
+    teacher links, the share whose most attended source piece is linked,
+    and the cross-entropy against the links spread over the pieces (the
+    loss `GuidedAlignmentLoss` trains), beside its least value, the
+    links' own entropy."""
+    import tensorflow as tf
+
+    from keras_transformer.alignment import alignment_attention
+    from keras_transformer.data.alignment_targets import alignment_targets
+    from keras_transformer.data.tokenizer import load_tokenizer
+    from keras_transformer.decoding.forced import teacher_forced_cross_attention
+    from keras_transformer.export import Translator
+    from keras_transformer.recipe.run_directory import model_and_run
+    from keras_transformer.training import load_model
+
+    path, run = model_and_run(model_path)
+    model = load_model(path, compile=False)
+    config = model.config
+    translator = Translator(model, load_tokenizer(run.tokenizer), max_length=512)
+    roles = translator.source_piece_roles, translator.target_piece_roles
+    hits, cross_entropy, entropy, rows = 0, 0.0, 0.0, 0
+    for start in range(0, len(sources), batch_size):
+        batch = slice(start, start + batch_size)
+        source_ids, target_ids, encoded, mask = translator.forced_inputs(
+            sources[batch], targets[batch]
+        )
+        attention = teacher_forced_cross_attention(
+            model, target_ids, encoded, mask, full_context=config.full_context_alignment
+        )
+        maps = np.asarray(
+            alignment_attention(
+                attention, config.alignment_layer_index, config.alignment_heads
+            )
+        )  # (B, T, S)
+        for row, line in enumerate(teacher[batch]):
+            links = alignment_targets(
+                tf.constant(line), source_ids[row], target_ids[row], *roles
+            ).numpy()  # (T, S)
+            linked = links.sum(axis=1) > 0  # (T,)
+            share = links[linked] / links[linked].sum(axis=1, keepdims=True)
+            attended = maps[row][linked]  # (linked, S)
+            hits += int(
+                np.take_along_axis(links[linked], attended.argmax(1)[:, None], 1).sum()
+            )
+            cross_entropy -= float((share * np.log(attended + 1e-9)).sum())
+            entropy -= float((share * np.log(np.where(share > 0, share, 1.0))).sum())
+            rows += int(linked.sum())
+    return {
+        "linked_target_pieces": rows,
+        "most_attended_is_linked": round(hits / rows, 4),
+        "cross_entropy": round(cross_entropy / rows, 3),
+        "least_cross_entropy": round(entropy / rows, 3),
+    }
 
 
 def eflomal_rates(text_files, sources, targets, sure, possible):
@@ -203,6 +262,13 @@ def main():
         metavar=("SOURCE", "TARGET"),
         help="the training text eflomal aligns, with the gold pairs appended",
     )
+    parser.add_argument(
+        "--teacher",
+        metavar="FILE",
+        help="the links the model was trained toward, a Pharaoh line per "
+        "gold pair (0-indexed, e.g. the last lines of --train-alignments): "
+        "how near the attention that aligns came to them",
+    )
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument(
         "--speed",
@@ -247,6 +313,14 @@ def main():
             "seconds": round(time.perf_counter() - started, 1),
         },
     }
+    if args.teacher:
+        with open(args.teacher, encoding="utf-8") as file:
+            teacher = [line.rstrip("\n") for line in file]
+        if len(teacher) != len(sources):
+            raise ValueError(f"{len(sources)} gold pairs but {len(teacher)} lines.")
+        result["model"]["teacher"] = teacher_agreement(
+            args.model, sources, targets, teacher, args.batch_size
+        )
     if args.speed:
         result["speed"] = speed(args.speed, sources, targets, args.batch_size)
     if args.eflomal_text:

@@ -66,7 +66,7 @@ def main():
         timings[name] = (time.perf_counter() - started) / max(len(marked), 1)
         outputs[name] = results
     translations = [translation for translation, _ in outputs["markup"]]
-    well_formed_inputs = [_well_formed(line, args.mode) for line in marked]
+    well_formed_inputs = [well_formed(line, args.mode) for line in marked]
     checked = [
         (source, output)
         for source, output, good in zip(
@@ -90,18 +90,18 @@ def main():
         "with_markup": len(marked),
         "not_well_formed_inputs": well_formed_inputs.count(False),
         "protected_spans": protected,
-        "protected_verbatim": _share(kept, protected),
+        "protected_verbatim": share(kept, protected),
         "protected_extra": extra,  # spans the model wrote itself, left in
         "spans_banned": not args.no_ban,
         "spans_taken_out": with_markup.spans_removed,  # written, then taken out
-        "well_formed_outputs": _share(
-            sum(_well_formed(output, args.mode) for _, output in checked), len(checked)
+        "well_formed_outputs": share(
+            sum(well_formed(output, args.mode) for _, output in checked), len(checked)
         ),
-        "tag_counts_kept": _share(
+        "tag_counts_kept": share(
             sum(
                 _tags(source, args.mode) == _tags(output, args.mode)
                 for source, output in checked
-                if _well_formed(output, args.mode)
+                if well_formed(output, args.mode)
             ),
             len(checked),
         ),
@@ -113,7 +113,7 @@ def main():
     print(json.dumps(result, indent=1, ensure_ascii=False))
 
 
-def _well_formed(text, mode):
+def well_formed(text, mode):
     try:
         split_markup(text, mode)
     except ValueError:
@@ -133,7 +133,7 @@ def _tags(text, mode):
     )
 
 
-def _share(part, whole):
+def share(part, whole):
     return round(part / whole, 4) if whole else None
 
 

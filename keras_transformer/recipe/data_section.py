@@ -74,7 +74,7 @@ class DataSection:
         " line (0-1 1-0 ..., words from 0) per line, or eflomal to have eflomal"
         " align them (once, into the run folder); trains the model's"
         " alignment_layer, alignment_heads (default 1) toward them, with"
-        " full_context_alignment (default true)",
+        " full_context_alignment (default false)",
         metavar="FILE|eflomal",
     )
 

@@ -80,6 +80,8 @@ class ModelSection:
         0.3
         >>> ModelSection(overrides={"dropout": 0.1}).transformer_config(100).dropout
         0.1
+        >>> ModelSection().transformer_config(100, guided=True).alignment_heads
+        1
         """
         preset = getattr(TransformerConfig, self.preset)(vocab_size)
         values = {"dropout": max(preset.dropout, MIN_DROPOUT)}

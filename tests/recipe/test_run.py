@@ -258,6 +258,7 @@ def test_a_guided_alignment_run_trains_the_head_that_align_reads(tmp_path):
             "train_files": [str(tmp_path / "pairs.tsv")],
             "train_alignments": "eflomal",
         },
+        model={"full_context_alignment": True},
         training={"alignment_weight": 0.5},
         evaluation={"average_last": 1},
     )
