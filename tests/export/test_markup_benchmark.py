@@ -63,7 +63,9 @@ def test_the_reversal_model_puts_the_tag_around_the_mirrored_word(
     model writes every word back, and its alignments (the mirror) put the
     <b> around the word it came from."""
     dictionary = tmp_path / "dictionary"
-    dictionary.write_text("".join(f"{letter} {{n}} :: {letter}\n" for letter in LETTERS))
+    dictionary.write_text(
+        "".join(f"{letter} {{n}} :: {letter}\n" for letter in LETTERS)
+    )
     sources = tmp_path / "sources"
     sources.write_text("".join(f"{source}\n" for source, _ in held_out[:24]))
     arguments = ["--dictionary", str(dictionary), "--sources", str(sources)]
