@@ -7,8 +7,10 @@ with its markup carried through (`translate --markup xml`: translate the
 plain text, align, put the tag back around the target words linked to
 the word). It reports the share of outputs that are well-formed and, of
 the outputs in which one of the word's dictionary translations appears,
-the share whose `<b>` span holds it, beside the milliseconds a sentence
-of plain and of markup translation:
+the share whose `<b>` span holds it, the share whose span is that word
+alone, and the span's mean length in words (a span around the whole
+sentence holds it too), beside the milliseconds a sentence of plain and
+of markup translation:
 
     python benchmarks/markup_dictionary.py EXPORT [--sentences N]
 
@@ -98,25 +100,33 @@ def bold_case(sentence, dictionary):
     return " ".join(marked), dictionary[words[chosen]]
 
 
-def span_holds(output, translations):
-    """(whether a translation appears in `output`, whether the `<b>` span
-    holds one): words compared lowercased, without punctuation.
+def bold_check(output, translations):
+    """What the `<b>` of `output` holds: {"appears": a translation is in
+    the output, "holds": one is in the span, "exact": the span is one
+    translation and nothing else, "words": the span's words}, words
+    compared lowercased, without punctuation.
 
     Example:
 
-    >>> span_holds("The <b>house</b> is old.", {"house"})
-    (True, True)
-    >>> span_holds("The <b>is</b> house old.", {"house"})
-    (True, False)
+    >>> bold_check("The <b>house</b> is old.", {"house"})
+    {'appears': True, 'holds': True, 'exact': True, 'words': 1}
+    >>> bold_check("<b>The house is old.</b>", {"house"})
+    {'appears': True, 'holds': True, 'exact': False, 'words': 4}
+    >>> bold_check("The <b></b>house is old.", {"house"})["holds"]
+    False
     """
 
     def words(text):
         text = html.unescape(TAG.sub(" ", text))
-        return {word.strip(PUNCTUATION).lower() for word in text.split()}
+        return [word.strip(PUNCTUATION).lower() for word in text.split()]
 
-    spans = BOLD.findall(output)
-    held = any(words(span) & translations for span in spans)
-    return bool(words(output) & translations), held
+    held = [word for span in BOLD.findall(output) for word in words(span)]
+    return {
+        "appears": bool(set(words(output)) & translations),
+        "holds": bool(set(held) & translations),
+        "exact": len(held) == 1 and held[0] in translations,
+        "words": len(held),
+    }
 
 
 def main():
@@ -158,10 +168,10 @@ def main():
         outputs[name] = results
     translations = [translation for translation, _ in outputs["markup"]]
     checks = [
-        span_holds(output, dictionary_words)
+        bold_check(output, dictionary_words)
         for output, (_, dictionary_words) in zip(translations, cases, strict=True)
     ]
-    appears = sum(appeared for appeared, _ in checks)
+    appearing = [check for check in checks if check["appears"]]
     result = {
         "sentences": len(sentences),
         "with_a_dictionary_word": len(cases),
@@ -169,9 +179,16 @@ def main():
             sum(well_formed(output, "xml") for output in translations),
             len(cases),
         ),
-        "translation_appears": appears,
+        "empty_bold": sum(check["words"] == 0 for check in checks),
+        "translation_appears": len(appearing),
         "bold_holds_translation": share(
-            sum(held for appeared, held in checks if appeared), appears
+            sum(check["holds"] for check in appearing), len(appearing)
+        ),
+        "bold_is_translation": share(
+            sum(check["exact"] for check in appearing), len(appearing)
+        ),
+        "bold_words_mean": share(
+            sum(check["words"] for check in appearing), len(appearing)
         ),
         "ms_per_sentence": {name: round(1000 * t, 1) for name, t in timings.items()},
         "examples": [

@@ -41,18 +41,20 @@ def test_the_longest_dictionary_word_is_wrapped_and_the_text_escaped(script):
 
 
 @pytest.mark.parametrize(
-    "output, expected",
+    "output, holds, exact, words",
     [
-        ("Old <b>houses</b>, here.", (True, True)),
-        ("<b>Old</b> Houses.", (True, False)),
-        ("<b>Old</b> buildings.", (False, False)),
-        ("The <b>house &amp; home</b>", (True, True)),
+        ("Old <b>houses</b>, here.", True, True, 1),
+        ("<b>Old houses</b>.", True, False, 2),
+        ("<b>Old</b> Houses.", False, False, 1),
+        ("The <b>house &amp; home</b>", True, False, 3),
+        ("The <b></b>house.", False, False, 0),
     ],
 )
-def test_the_span_holds_a_translation_when_one_of_its_words_is_one(
-    script, output, expected
+def test_the_bold_span_is_checked_for_the_translation(
+    script, output, holds, exact, words
 ):
-    assert script.span_holds(output, {"houses", "house"}) == expected
+    check = script.bold_check(output, {"houses", "house"})
+    assert check == {"appears": True, "holds": holds, "exact": exact, "words": words}
 
 
 @pytest.mark.slow
@@ -76,3 +78,4 @@ def test_the_reversal_model_puts_the_tag_around_the_mirrored_word(
     assert result["well_formed_outputs"] == 1.0
     assert result["translation_appears"] == 24
     assert result["bold_holds_translation"] >= 0.9
+    assert result["bold_is_translation"] >= 0.9
