@@ -51,30 +51,36 @@ def read_gold(folder):
     return sources, targets, sure, possible
 
 
-def model_choices(model_path, sources, targets, batch_size):
-    """{"layer heads" or "layer head h": per sentence its links}, read in
-    the causal pass and, prefixed "full ", in the pass without the causal
-    mask (full context); and the sentences whose words the tokenizer
-    counts otherwise."""
+def load_translator(model_path):
+    """A `Translator` of a run folder or `.keras` file and its tokenizer,
+    long enough for every gold sentence: nothing is cut."""
     import keras_transformer.models.transformer  # noqa: F401  (registers it)
-    from keras_transformer.alignment import (
-        alignment_attention,
-        word_links,
-        word_positions,
-    )
     from keras_transformer.data.tokenizer import load_tokenizer
-    from keras_transformer.decoding.forced import (
-        teacher_forced_cross_attention,
-        teacher_forced_inputs,
-    )
     from keras_transformer.export import Translator
     from keras_transformer.recipe.run_directory import model_and_run
     from keras_transformer.training import load_model
 
     path, run = model_and_run(model_path)
     model = load_model(path, compile=False)
-    # Long enough for every gold sentence: nothing is cut.
-    translator = Translator(model, load_tokenizer(run.tokenizer), max_length=512)
+    return Translator(model, load_tokenizer(run.tokenizer), max_length=512)
+
+
+def model_choices(translator, sources, targets, batch_size):
+    """{"layer heads" or "layer head h": per sentence its links}, read in
+    the causal pass and, prefixed "full ", in the pass without the causal
+    mask (full context); and the sentences whose words the tokenizer
+    counts otherwise."""
+    from keras_transformer.alignment import (
+        alignment_attention,
+        word_links,
+        word_positions,
+    )
+    from keras_transformer.decoding.forced import (
+        teacher_forced_cross_attention,
+        teacher_forced_inputs,
+    )
+
+    model = translator.model
     layers, heads = model.config.num_decoder_layers, model.config.num_heads
     choices, miscounted = {}, 0
     for start in range(0, len(sources), batch_size):
@@ -107,10 +113,10 @@ def model_choices(model_path, sources, targets, batch_size):
             choices.setdefault(context + " ".join(map(str, option)), []).extend(
                 {tuple(link) for link in np.argwhere(row)} for row in links
             )
-    return choices, miscounted, model.config
+    return choices, miscounted
 
 
-def teacher_agreement(model_path, sources, targets, teacher, batch_size):
+def teacher_agreement(translator, sources, targets, teacher, batch_size):
     """How near the attention that the model config reads is to the links
     it was trained toward (guided alignment): over the target pieces the
     teacher links, the share whose most attended source piece is linked,
@@ -121,16 +127,10 @@ def teacher_agreement(model_path, sources, targets, teacher, batch_size):
 
     from keras_transformer.alignment import alignment_attention
     from keras_transformer.data.alignment_targets import alignment_targets
-    from keras_transformer.data.tokenizer import load_tokenizer
     from keras_transformer.decoding.forced import teacher_forced_cross_attention
-    from keras_transformer.export import Translator
-    from keras_transformer.recipe.run_directory import model_and_run
-    from keras_transformer.training import load_model
 
-    path, run = model_and_run(model_path)
-    model = load_model(path, compile=False)
+    model = translator.model
     config = model.config
-    translator = Translator(model, load_tokenizer(run.tokenizer), max_length=512)
     roles = translator.source_piece_roles, translator.target_piece_roles
     hits, cross_entropy, entropy, rows = 0, 0.0, 0.0, 0
     for start in range(0, len(sources), batch_size):
@@ -283,9 +283,9 @@ def main():
 
     sources, targets, sure, possible = read_gold(args.gold)
     started = time.perf_counter()
-    choices, miscounted, config = model_choices(
-        args.model, sources, targets, args.batch_size
-    )
+    translator = load_translator(args.model)
+    config = translator.model.config
+    choices, miscounted = model_choices(translator, sources, targets, args.batch_size)
     rates = {
         option: round(100 * alignment_error_rate(links, sure, possible), 2)
         for option, links in choices.items()
@@ -319,7 +319,7 @@ def main():
         if len(teacher) != len(sources):
             raise ValueError(f"{len(sources)} gold pairs but {len(teacher)} lines.")
         result["model"]["teacher"] = teacher_agreement(
-            args.model, sources, targets, teacher, args.batch_size
+            translator, sources, targets, teacher, args.batch_size
         )
     if args.speed:
         result["speed"] = speed(args.speed, sources, targets, args.batch_size)

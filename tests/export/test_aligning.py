@@ -176,8 +176,9 @@ def test_the_benchmark_scores_every_layer_and_heads_on_a_gold_set(
     translator.tokenizer.save(str(tmp_path / "tokenizer.model"))
     sources, targets, sure, possible = benchmark.read_gold(tmp_path)
     assert sure == gold and possible == [set()] * 20
-    choices, miscounted, _ = benchmark.model_choices(
-        str(tmp_path / "model.keras"), sources, targets, batch_size=8
+    loaded = benchmark.load_translator(str(tmp_path / "model.keras"))
+    choices, miscounted = benchmark.model_choices(
+        loaded, sources, targets, batch_size=8
     )
     assert miscounted == 0
     one_pass = {
