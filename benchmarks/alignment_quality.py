@@ -7,8 +7,10 @@ decoder under its causal mask or (`full_context_alignment`) without it.
 This scores every choice on a gold set of sure and possible links, each
 single head too (for insight: the config can name only a layer's first
 heads), in both passes ("full" names the one without the mask), by
-forced decoding of the gold pairs, and eflomal (pip `eflomal`) given a
-training text:
+forced decoding of the gold pairs (the config's choice also with the
+source words that no target piece attends to most left unlinked,
+`word_links(every_source_word=False)`), and eflomal (pip `eflomal`) given
+a training text:
 
     python benchmarks/alignment_quality.py RUN_DIR|MODEL.keras \\
         --gold ../shared/data/word-alignment \\
@@ -65,11 +67,11 @@ def load_translator(model_path):
     return Translator(model, load_tokenizer(run.tokenizer), max_length=512)
 
 
-def model_choices(translator, sources, targets, batch_size):
+def model_choices(translator, sources, targets, batch_size, every_source_word=True):
     """{"layer heads" or "layer head h": per sentence its links}, read in
     the causal pass and, prefixed "full ", in the pass without the causal
     mask (full context); and the sentences whose words the tokenizer
-    counts otherwise."""
+    counts otherwise. `every_source_word` is `word_links`'."""
     from keras_transformer.alignment import (
         alignment_attention,
         word_links,
@@ -109,7 +111,9 @@ def model_choices(translator, sources, targets, batch_size):
                 maps = np.asarray(attention)[:, option[0], option[2]]  # (B, T, S)
             else:
                 maps = alignment_attention(attention, option[0], option[1])
-            links = np.asarray(word_links(maps, source_words, target_words))
+            links = np.asarray(
+                word_links(maps, source_words, target_words, every_source_word)
+            )
             choices.setdefault(context + " ".join(map(str, option)), []).extend(
                 {tuple(link) for link in np.argwhere(row)} for row in links
             )
@@ -293,6 +297,9 @@ def main():
     configurable = {k: v for k, v in rates.items() if "head " not in k}
     best = min(configurable, key=configurable.get)
     its_choice = _choice(config)
+    argmax_only, _ = model_choices(
+        translator, sources, targets, args.batch_size, every_source_word=False
+    )
     result = {
         "gold_pairs": len(sources),
         "words_counted_otherwise": miscounted,
@@ -300,6 +307,9 @@ def main():
             "path": args.model,
             "its_config_choice": its_choice,
             "its_config_choice_aer": configurable[its_choice],
+            "its_config_choice_aer_unlinked_source_words_left": round(
+                100 * alignment_error_rate(argmax_only[its_choice], sure, possible), 2
+            ),
             "package_default": _choice(
                 config.replace(
                     alignment_layer=ALIGNMENT_LAYER,

@@ -123,19 +123,24 @@ def alignment_attention(cross_attention, layer, heads=0):
     return ops.mean(maps, axis=1)  # (B, T, S)
 
 
-def word_links(attention, source_words, target_words):
+def word_links(attention, source_words, target_words, every_source_word=True):
     """Hard word alignments: which source words each target word is linked to.
 
     Each target piece that belongs to a word is linked to the source piece
     it attends to most among those that belong to words; source word i
     and target word j are linked when a piece of j is linked to a piece
     of i. A target word can link to several source words and the other
-    way round; a source word no piece attends to most stays unlinked.
+    way round. A source word that no target piece attends to most is, with
+    `every_source_word`, linked to the target word of the piece that
+    attends most to it (the other direction of the same attention, as the
+    last step of grow-diag-final adds links for unaligned words), so that
+    markup on it has a place; without, it stays unlinked.
 
     Args:
         attention: float (B, T, S), from `alignment_attention`.
         source_words: int32 (B, S), from `word_positions`.
         target_words: int32 (B, T), from `word_positions`.
+        every_source_word: link each source word, as above.
 
     Returns:
         bool (B, S, T): entry [b, i, j] links source word i to target word j
@@ -144,13 +149,34 @@ def word_links(attention, source_words, target_words):
     Example:
 
     >>> attention = np.array([[[0.1, 0.7, 0.2], [0.6, 0.3, 0.1]]])  # (1, 2, 3)
-    >>> links = word_links(attention, np.array([[0, 1, -1]]), np.array([[0, 1]]))
+    >>> links = word_links(attention, np.array([[0, 1, 2]]), np.array([[0, 1]]))
     >>> np.argwhere(ops.convert_to_numpy(links)[0]).tolist()  # (source, target)
+    [[0, 1], [1, 0], [2, 0]]
+    >>> links = word_links(attention, np.array([[0, 1, 2]]), np.array([[0, 1]]),
+    ...                    every_source_word=False)
+    >>> np.argwhere(ops.convert_to_numpy(links)[0]).tolist()
     [[0, 1], [1, 0]]
     """
     source_words = ops.cast(source_words, "int32")  # (B, S)
     target_words = ops.cast(target_words, "int32")  # (B, T)
     attention = ops.cast(attention, "float32")  # (B, T, S)
+    links = _linked_words(attention, source_words, target_words)  # (B, S, T)
+    if not every_source_word:
+        return links
+    unlinked = ops.logical_not(ops.any(links, axis=2))  # (B, S) by source word
+    across = ops.transpose(attention, (0, 2, 1))  # (B, S, T)
+    pieces_unlinked = (source_words >= 0) & take_per_row(
+        unlinked, ops.maximum(source_words, 0)
+    )  # (B, S)
+    added = _linked_words(
+        across, target_words, ops.where(pieces_unlinked, source_words, -1)
+    )  # (B, T, S): target word, source word
+    return links | ops.transpose(added, (0, 2, 1))
+
+
+def _linked_words(attention, source_words, target_words):
+    """`word_links` of each target piece's most attended source piece:
+    bool (B, S, T)."""
     source_length, target_length = ops.shape(attention)[2], ops.shape(attention)[1]
     # A last column in no word, so that the argmax has a column to choose
     # even with no source pieces (S is 0 in a batch of 0 rows).

@@ -37,8 +37,9 @@ class Aligning:
         model config's `alignment_layer`, averaged over its first
         `alignment_heads` heads (in a pass without the causal mask where
         the config says `full_context_alignment`), and links each target
-        word to the source words its pieces attend to most
-        (`alignment.word_links`). Words
+        word to the source words its pieces attend to most, and each
+        source word left unlinked to the target word whose piece attends
+        most to it (`alignment.word_links`). Words
         are what is between spaces in the text as the tokenizer
         normalises it. Sources and targets follow `score`'s input rules:
         the words of a part cut off are not linked, and an empty source

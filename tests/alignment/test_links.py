@@ -59,29 +59,47 @@ def test_word_positions_equal_a_loop_over_the_pieces():
     assert words.tolist() == [reference_words(row, roles) for row in ids]
 
 
-def reference_links(attention, source_words, target_words):
-    """`word_links` of one row, target piece by target piece."""
+def reference_links(attention, source_words, target_words, every_source_word):
+    """`word_links` of one row, target piece by target piece, then (with
+    `every_source_word`) the unlinked source words' pieces one by one."""
     links = np.zeros((len(source_words), len(target_words)), bool)
-    candidates = [s for s, word in enumerate(source_words) if word >= 0]
-    for t, word in enumerate(target_words):
-        if word < 0 or not candidates:
-            continue
-        best = max(candidates, key=lambda s: attention[t, s])
-        links[source_words[best], word] = True
+    sources = [s for s, word in enumerate(source_words) if word >= 0]
+    targets = [t for t, word in enumerate(target_words) if word >= 0]
+    for t in targets:
+        if sources:
+            best = max(sources, key=lambda s: attention[t, s])
+            links[source_words[best], target_words[t]] = True
+    unlinked = {source_words[s] for s in sources if not links[source_words[s]].any()}
+    for s in sources:
+        if every_source_word and source_words[s] in unlinked and targets:
+            best = max(targets, key=lambda t: attention[t, s])
+            links[source_words[s], target_words[best]] = True
     return links
 
 
-def test_word_links_equal_a_loop_over_the_target_pieces():
+@pytest.mark.parametrize("every_source_word", [True, False])
+def test_word_links_equal_a_loop_over_the_pieces(every_source_word):
     rng = np.random.default_rng(1)
     roles = piece_roles(PIECES)
     source, target = random_rows(rng, 32, 7), random_rows(rng, 32, 6)
     source_words = ops.convert_to_numpy(word_positions(source, roles))
     target_words = ops.convert_to_numpy(word_positions(target, roles))
     attention = rng.random((32, 6, 7)).astype("float32")
-    links = ops.convert_to_numpy(word_links(attention, source_words, target_words))
+    links = ops.convert_to_numpy(
+        word_links(attention, source_words, target_words, every_source_word)
+    )
     for row in range(32):
-        expected = reference_links(attention[row], source_words[row], target_words[row])
+        expected = reference_links(
+            attention[row], source_words[row], target_words[row], every_source_word
+        )
         np.testing.assert_array_equal(links[row], expected, err_msg=str(row))
+    unlinked = [  # rows with a target word and an unlinked source word
+        row
+        for row, words in enumerate(source_words)
+        if (target_words[row] >= 0).any()
+        and not links[row, : words.max() + 1].any(axis=1).all()
+    ]
+    assert bool(unlinked) != every_source_word
 
 
 def test_alignment_attention_averages_the_first_heads_of_one_layer():
