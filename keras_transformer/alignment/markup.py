@@ -25,6 +25,7 @@ import dataclasses
 import html
 import re
 
+from keras_transformer.alignment.markup_output import PUNCTUATION, assemble
 from keras_transformer.alignment.pharaoh import parse_pharaoh
 
 MODES = ("xml", "html")
@@ -57,12 +58,22 @@ class Element:
             element of no words, `first == stop` is the word it stands
             before (the number of words at the end).
         parent: the index of the enclosing element, or None.
-        space_before, space_after: whether whitespace stood before and
-            after an element of no words in the source, so that it comes
-            back with its spacing.
+        space_before, space_after: whether whitespace (or the start or end
+            of the text, or a tag) stood before and after the element in
+            the source, so that it comes back with its spacing where it
+            covers no target words.
         word, offset: for an element of no words that stood inside a
             source word (`'%s'`, `<%s>`), that word of the plain text and
             the place in it; "" and 0 otherwise.
+        glued_to: for a protected span glued to a source word (`%s:`,
+            `(%d`), that word; it is glued to its target neighbour only if
+            that is the same text, else it stands apart (`%s pour`, not
+            `%spour`). "" otherwise.
+        opens_with_punctuation, closes_with_punctuation: whether the text
+            within a paired element starts and ends with punctuation. Where
+            not, the element leaves out the punctuation at the start of
+            its first target word and at the end of its last
+            (`<b>Datei</b>.` gives `<b>file</b>.`, not `<b>file.</b>`).
     """
 
     start: str
@@ -74,6 +85,9 @@ class Element:
     space_after: bool = False
     word: str = ""
     offset: int = 0
+    glued_to: str = ""
+    opens_with_punctuation: bool = False
+    closes_with_punctuation: bool = False
 
 
 def split_markup(text, mode="xml"):
@@ -112,15 +126,13 @@ def split_markup(text, mode="xml"):
         return sum(len(chunk) for chunk in plain)
 
     def after_space():
-        last = next((chunk for chunk in reversed(plain) if chunk), "")
+        """Whether whitespace, or the start of the text, is before."""
+        last = next((chunk for chunk in reversed(plain) if chunk), " ")
         return last[-1:].isspace()
 
     def add_void(markup, next_character):
         """An element of no words; `next_character` follows it in the source."""
-        before = after_space()
-        # Glued to the next word only where a character of text follows.
-        after = next_character in ("", "<") or next_character.isspace()
-        at = offset()
+        at, before, after = offset(), after_space(), _spaced(next_character)
         spans.append([markup, "", at, at, _parent(open_tags), before, after])
 
     def add_text(chunk):
@@ -153,6 +165,7 @@ def split_markup(text, mode="xml"):
                 hidden = None
             elif index is not None:
                 spans[index][1], spans[index][3] = match[0], offset()
+                spans[index][6] = _spaced(following)
         elif (attributes or "").rstrip().endswith("/") or (
             mode == "html" and name in VOID_ELEMENTS
         ):
@@ -167,7 +180,7 @@ def split_markup(text, mode="xml"):
             open_tags.append((name, None))
         else:
             spans.append(
-                [match[0], "", offset(), None, _parent(open_tags), False, False]
+                [match[0], "", offset(), None, _parent(open_tags), after_space(), 0]
             )
             open_tags.append((name, len(spans) - 1))
     if open_tags:
@@ -184,8 +197,22 @@ def split_markup(text, mode="xml"):
             first, last = words[element.first]
             element.stop = element.first
             element.word, element.offset = plain[first:last], a - first
+        elif not end and PROTECTED.fullmatch(start):
+            before = [plain[s:e] for s, e in words if e == a and not x]
+            after = [plain[s:e] for s, e in words if s == a and not y]
+            element.glued_to = (before + after + [""])[0]
+        if end:
+            within = plain[a:b].strip()
+            element.opens_with_punctuation = bool(PUNCTUATION.match(within))
+            element.closes_with_punctuation = bool(PUNCTUATION.match(within[-1:]))
         elements.append(element)
     return plain, elements
+
+
+def _spaced(next_character):
+    """Whether markup followed by `next_character` is apart from the next
+    word: glued to it only where a character of text follows."""
+    return next_character in ("", "<") or next_character.isspace()
 
 
 def _parent(open_tags):
@@ -215,8 +242,9 @@ def restore_markup(translation, elements, links, mode="xml"):
     whose words have no links, goes before the target word linked to the
     source word it stood before (the first target word after the words
     linked to the source words before it, where that word has no links),
-    and covers no words. Text is escaped (`mode`'s rules); markup is
-    verbatim.
+    and covers no words, with the spacing it had in the source (see
+    `Element` for punctuation at a tag's edges and for placeholders glued
+    to a word). Text is escaped (`mode`'s rules); markup is verbatim.
 
     Args:
         translation: the translated plain text.
@@ -243,7 +271,7 @@ def restore_markup(translation, elements, links, mode="xml"):
     for i, j in links:
         if j < len(words):
             targets.setdefault(i, set()).add(j)
-    ranges, inside = [], {}
+    ranges, inside, taken = [], {}, {}  # taken: target word: source word in it
     for index, element in enumerate(elements):
         bounds = (0, len(words))
         if element.parent is not None:
@@ -251,12 +279,15 @@ def restore_markup(translation, elements, links, mode="xml"):
         linked = set().union(
             *(targets.get(i, ()) for i in range(element.first, element.stop))
         )
-        same = [  # target words copied from the source word it stood inside
-            j
+        same = [  # target words copied from the source word it stood inside,
+            j  # and not taken by another source word's elements
             for j in sorted(targets.get(element.first, ()))
-            if element.word and translation[slice(*words[j])] == element.word
+            if element.word
+            and translation[slice(*words[j])] == element.word
+            and taken.get(j, element.first) == element.first
         ]
         if same and bounds[0] <= same[0] < bounds[1]:
+            taken[same[0]] = element.first
             inside[index] = same[0]
             ranges.append((same[0], same[0]))
             continue
@@ -270,7 +301,7 @@ def restore_markup(translation, elements, links, mode="xml"):
             if other.parent == element.parent
         ]
         ranges.append(_apart(*_clip(first, stop, bounds), siblings, bounds))
-    return _assemble(translation, words, elements, ranges, inside, mode)
+    return assemble(translation, words, elements, ranges, inside, mode)
 
 
 def _target_position(targets, word):
@@ -301,91 +332,3 @@ def _apart(first, stop, siblings, bounds):
             else:
                 stop = low
     return first, stop
-
-
-def _assemble(translation, words, elements, ranges, inside, mode):
-    """The translation, escaped, with each element's text at its range, or
-    inside the target word `inside` gives its index."""
-    before = [[] for _ in range(len(words) + 1)]  # markup before word k
-    after = [[] for _ in range(len(words) + 1)]  # end tags after word k - 1
-    within = [[] for _ in range(len(words) + 1)]  # (offset, markup) in word k
-    glued = [[] for _ in range(len(words) + 1)]  # right after word k - 1
-    depth, children = [], [[] for _ in elements]
-    for index, element in enumerate(elements):
-        depth.append(0 if element.parent is None else depth[element.parent] + 1)
-        if element.parent is not None:
-            children[element.parent].append(index)
-    empty = set()  # elements of no words: written whole, their children within
-    for index, (element, (first, stop)) in enumerate(
-        zip(elements, ranges, strict=True)
-    ):
-        if element.parent in empty:
-            empty.add(index)
-        elif index in inside:
-            within[inside[index]].append((element.offset, index, element.start))
-        elif first == stop:  # by a word, or at the end, with its spacing
-            empty.add(index)
-            markup = _whole(index, elements, children)
-            space_before, space_after = _spacing(index, elements, children)
-            if element.word:  # out of the word it stood in: a word of its own
-                space_before = space_after = True
-            glued_to_word = first and not (element.end or space_before)
-            if glued_to_word:
-                # to the end of the word before it: "(%d", "one<br>"
-                glued[first].append(markup)
-            elif first < len(words):
-                before[first].append(markup + " " * space_after)
-            else:
-                before[first].append(" " * space_before + markup)
-        else:
-            before[first].append(element.start)
-            after[stop].append((-depth[index], -index, element.end))
-    pieces, position = [], 0
-    for k in range(len(words) + 1):
-        start = words[k][0] if k < len(words) else len(translation)
-        end_of_last = words[k - 1][1] if k else 0
-        word = translation[position:end_of_last]  # word k - 1
-        last = 0
-        for offset, _, markup in sorted(within[k - 1]) if k else ():
-            pieces += [_escape(word[last:offset], mode), markup]
-            last = offset
-        pieces.append(_escape(word[last:], mode))
-        pieces.extend(glued[k])
-        pieces.extend(tag for _, _, tag in sorted(after[k]))
-        pieces.append(_escape(translation[end_of_last:start], mode))
-        pieces.extend(before[k])
-        position = start
-    pieces.append(_escape(translation[position:], mode))
-    return "".join(pieces)
-
-
-def _whole(index, elements, children):
-    """An element of no words with the elements within it, as one text."""
-    element = elements[index]
-    inner = "".join(
-        " " * (elements[child].space_before and position > 0)
-        + _whole(child, elements, children)
-        for position, child in enumerate(children[index])
-    )
-    return element.start + inner + element.end
-
-
-def _spacing(index, elements, children):
-    """Whether whitespace stood before and after an element of no words:
-    its own, or that of the first and the last element within it."""
-    element, inner = elements[index], children[index]
-    before, after = element.space_before, element.space_after
-    if inner:
-        before = before or _spacing(inner[0], elements, children)[0]
-        after = after or _spacing(inner[-1], elements, children)[1]
-    return before, after
-
-
-def _escape(text, mode):
-    """Text as it may stand in the output: in XML, `&`, `<` and `>` escaped;
-    in HTML only a `<` that would open a tag and an `&` that would read as
-    an entity, so that text such as `<%s>` or `AT&T` stays as written."""
-    if mode == "xml":
-        return html.escape(text, quote=False)
-    text = re.sub(r"&(?=#?\w+;)", "&amp;", text)
-    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)

@@ -16,7 +16,7 @@ from keras_transformer.alignment.markup import (
 TAGS = ["<b>", '<i class="x">', '<a href="/f?a=1&amp;b=2">', "<span>"]
 VOIDS = ["<br/>", '<img src="a.png"/>', "<!-- c -->"]
 PLACEHOLDERS = ["%s", "%1$d", "{name}", "{{count}}", "https://x.org/a", "me@x.org"]
-WORDS = ["the", "file", "was", "saved", "AT&amp;T", "to", "disk"]
+WORDS = ["the", "file", "was", "saved.", "AT&amp;T", "to", "(disk)", "«now»!"]
 
 
 def random_markup(rng, depth=0):
@@ -44,25 +44,29 @@ def markup_counts(text):
     return collections.Counter(tags), collections.Counter(PROTECTED.findall(text))
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_output_is_well_formed_and_keeps_every_tag_and_placeholder(seed):
-    """Random markup, a translation that shuffles the words, random links."""
-    rng = random.Random(seed)
-    source = random_markup(rng)
-    plain, elements = split_markup(source)
-    words = plain.split()
-    translation = rng.sample(words, len(words)) + ["extra"] * rng.randint(0, 2)
-    links = {
-        (i, j)
-        for i in range(len(words))
-        for j in range(len(translation))
-        if rng.random() < 0.3
-    }
-    output = restore_markup(" ".join(translation), elements, links)
-    ElementTree.fromstring(f"<root>{output}</root>")  # well-formed
-    assert markup_counts(output) == markup_counts(source)
-    text = PROTECTED.sub("", re.sub(r"<[^>]+>", " ", output))
-    assert text.split() == [word.replace("&", "&amp;") for word in translation]
+@pytest.mark.parametrize("seeds", [range(start, start + 250) for start in (0, 250)])
+def test_output_is_well_formed_and_keeps_every_tag_and_placeholder(seeds):
+    """Random markup, a translation that shuffles the words, random links:
+    the output is well-formed, with every tag and placeholder, and its text
+    is the translation's words (no markup glued to one)."""
+    for seed in seeds:
+        rng = random.Random(seed)
+        source = random_markup(rng)
+        plain, elements = split_markup(source)
+        words = plain.split()
+        translation = rng.sample(words, len(words)) + ["extra"] * rng.randint(0, 2)
+        links = {
+            (i, j)
+            for i in range(len(words))
+            for j in range(len(translation))
+            if rng.random() < 0.3
+        }
+        output = restore_markup(" ".join(translation), elements, links)
+        ElementTree.fromstring(f"<root>{output}</root>")  # well-formed
+        assert markup_counts(output) == markup_counts(source), (source, output)
+        text = PROTECTED.sub("", re.sub(r"<[^>]+>", "", output))
+        expected = [word.replace("&", "&amp;") for word in translation]
+        assert text.split() == expected, (source, output)
 
 
 def test_a_tag_goes_around_the_words_its_words_are_linked_to():
@@ -70,7 +74,27 @@ def test_a_tag_goes_around_the_words_its_words_are_linked_to():
     assert plain == "Open the file now."
     # "Öffne jetzt die Datei." : Open-Öffne, the-die, file-Datei, now.-jetzt
     output = restore_markup("Öffne jetzt die Datei.", elements, "0-0 1-2 2-3 3-1")
-    assert output == 'Öffne <b>jetzt</b> <a href="f">die Datei.</a>'
+    assert output == 'Öffne <b>jetzt</b> <a href="f">die Datei</a>.'
+
+
+@pytest.mark.parametrize(
+    "source, translation, links, expected",
+    [
+        ("Alles <b>Gute</b>!", "All the best!", "0-0 1-2", "All the <b>best</b>!"),
+        ('"<b>Datei</b>"', '"file"', "0-0", '"<b>file</b>"'),
+        ("<b>Halt!</b>", "Stop!", "0-0", "<b>Stop!</b>"),  # the source's own
+        ("<b>(Datei)</b>", "(file)", "0-0", "<b>(file)</b>"),
+        ("<b><i>Halt!</i> jetzt</b>", "Stop!", "0-0 1-0", "<b><i>Stop!</i></b>"),
+        ("<b><i>Halt</i> jetzt!</b>", "Stop!", "0-0 1-0", "<b><i>Stop</i>!</b>"),
+    ],
+)
+def test_a_tag_leaves_out_the_punctuation_the_source_left_out(
+    source, translation, links, expected
+):
+    """Punctuation glued to a target word stays outside a tag whose source
+    text did not start or end with punctuation; tags stay nested."""
+    plain, elements = split_markup(source)
+    assert restore_markup(translation, elements, links) == expected
 
 
 def test_protected_spans_and_untranslated_elements_come_back_verbatim():
@@ -107,6 +131,30 @@ def test_a_placeholder_inside_a_word_goes_inside_its_copy():
     # of its own.
     output = restore_markup("Enregistré « » ( octets)", elements, "0-0 1-1 1-2 2-3")
     assert output == "Enregistré %s « » (%d octets)"
+
+
+@pytest.mark.parametrize(
+    "translation, links, expected",
+    [
+        (
+            "Mot de passe pour l'utilisateur :",
+            "0-0 1-3 2-4 3-5",
+            "Mot de passe pour l'utilisateur %s:",
+        ),
+        (
+            "Mot de passe pour l'utilisateur :",
+            "0-0 1-3 2-4 3-3",
+            "Mot de passe %s pour l'utilisateur :",
+        ),
+    ],
+)
+def test_a_placeholder_is_glued_only_to_the_text_it_was_glued_to(
+    translation, links, expected
+):
+    """`%s:` keeps its `:` where the colon's copy follows it; placed
+    before another word, it stands apart rather than make `%spour`."""
+    plain, elements = split_markup("Password for user %s:")
+    assert restore_markup(translation, elements, links) == expected
 
 
 def test_an_empty_element_inside_a_word_wraps_the_word():
