@@ -10,8 +10,9 @@ left in), those written by the model and taken out (a line whose
 translation holds its spans is translated again with them banned, unless
 `--no-ban`), the share of outputs
 that are well-formed (they split again without error) and of outputs that
-keep the number of each tag, beside the milliseconds a sentence of each
-way:
+keep the number of each tag, the sides of spans glued to a letter or
+digit in the output where the source had none (`%spour`: a placeholder
+run into a word), beside the milliseconds a sentence of each way:
 
     python benchmarks/gettext_corpus.py data/gettext-en-fr --language fr
     python benchmarks/markup.py EXPORT data/gettext-en-fr/test.en --mode html
@@ -92,6 +93,9 @@ def main():
         "protected_spans": protected,
         "protected_verbatim": share(kept, protected),
         "protected_extra": extra,  # spans the model wrote itself, left in
+        "protected_glued_into_words": sum(
+            glued_into_words(source, output) for source, output in checked
+        ),
         "spans_banned": not args.no_ban,
         "spans_taken_out": with_markup.spans_removed,  # written, then taken out
         "well_formed_outputs": share(
@@ -111,6 +115,29 @@ def main():
         ],
     }
     print(json.dumps(result, indent=1, ensure_ascii=False))
+
+
+def glued_into_words(source, output):
+    """The sides of protected spans that a letter or digit touches in
+    `output` beyond those in `source`.
+
+    Example:
+
+    >>> glued_into_words("user %s:", "utilisateur %spour :")
+    1
+    >>> glued_into_words("%d files", "%dfichiers, %d")
+    1
+    """
+
+    def sides(text):
+        touched = collections.Counter()
+        for match in PROTECTED.finditer(text):
+            before, after = text[match.start() - 1 : match.start()], text[match.end() :]
+            touched[match[0], "before"] += bool(re.match(r"\w", before))
+            touched[match[0], "after"] += bool(re.match(r"\w", after))
+        return touched
+
+    return sum((sides(output) - sides(source)).values())
 
 
 def well_formed(text, mode):

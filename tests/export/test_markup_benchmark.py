@@ -1,5 +1,6 @@
 """benchmarks/markup_dictionary.py: a dictionary word in <b>, through
-translation."""
+translation; and benchmarks/markup.py's measure of placeholders run into
+words."""
 
 import json
 import sys
@@ -79,3 +80,18 @@ def test_the_reversal_model_puts_the_tag_around_the_mirrored_word(
     assert result["translation_appears"] == 24
     assert result["bold_holds_translation"] >= 0.9
     assert result["bold_is_translation"] >= 0.9
+
+
+@pytest.mark.parametrize(
+    "source, output, glued",
+    [
+        ("user %s:", "utilisateur %s :", 0),
+        ("user %s:", "utilisateur %spour :", 1),  # a word after it
+        ("(%d files)", "(%d fichiers)", 0),  # punctuation is not a word
+        ("%d files", "%dfichiers, x%d", 2),
+        ("name{name}", "nom{name}", 0),  # glued in the source too
+        ("<b>%s</b> now", "<b>%s</b>maintenant", 0),  # a tag between
+    ],
+)
+def test_spans_run_into_words_are_counted_by_side(source, output, glued):
+    assert benchmark_module("markup").glued_into_words(source, output) == glued
