@@ -218,6 +218,8 @@ def atomic_path(path):
     (an OSError that names no file, such as a write's on a full disk, is
     given `path` as its `filename`). The partial file keeps `path`'s
     extensions (e.g. ".weights.h5", ".keras"), which Keras's savers require.
+    A folder of `path` that does not exist is made first, so that a
+    command's output path (`average RUN out/model.keras`) may name a new one.
 
     Example:
 
@@ -234,6 +236,7 @@ def atomic_path(path):
     folder, name = os.path.split(path)
     stem, dot, extensions = name.partition(".")
     partial = os.path.join(folder, f".{stem}.partial-{os.getpid()}{dot}{extensions}")
+    os.makedirs(folder or ".", exist_ok=True)
     try:
         yield partial
         fsync_file(partial)

@@ -115,6 +115,14 @@ def test_an_interrupted_write_leaves_the_old_file_and_no_partial(tmp_path):
     assert os.listdir(tmp_path) == ["results.json"]
 
 
+def test_a_write_into_a_new_folder_makes_the_folder(tmp_path):
+    path = tmp_path / "new" / "model.keras"  # as in `average RUN new/model.keras`
+    with atomic_path(str(path)) as partial:
+        with open(partial, "w") as file:
+            file.write("model")
+    assert path.read_text() == "model"
+
+
 def test_the_lock_clears_partial_files_and_clear_keeps_the_lock(tmp_path):
     run = RunDirectory(tmp_path / "run")
     os.makedirs(run.path)
