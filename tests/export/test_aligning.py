@@ -177,10 +177,14 @@ def test_the_benchmark_scores_every_layer_and_heads_on_a_gold_set(
     sources, targets, sure, possible = benchmark.read_gold(tmp_path)
     assert sure == gold and possible == [set()] * 20
     loaded = benchmark.load_translator(str(tmp_path / "model.keras"))
-    choices, miscounted = benchmark.model_choices(
+    choices, unlinked_left, miscounted = benchmark.model_choices(
         loaded, sources, targets, batch_size=8
     )
     assert miscounted == 0
+    its_choice = choices[benchmark._choice(loaded.model.config)]
+    assert all(
+        left <= every for left, every in zip(unlinked_left, its_choice, strict=True)
+    )
     one_pass = {
         *(f"{layer} {heads}" for layer in (0, 1) for heads in range(5)),
         *(f"{layer} head {head}" for layer in (0, 1) for head in range(4)),
