@@ -25,7 +25,11 @@ import dataclasses
 import html
 import re
 
-from keras_transformer.alignment.markup_output import PUNCTUATION, assemble
+from keras_transformer.alignment.markup_output import (
+    PUNCTUATION,
+    assemble,
+    word_text,
+)
 from keras_transformer.alignment.pharaoh import parse_pharaoh
 
 MODES = ("xml", "html")
@@ -180,7 +184,7 @@ def split_markup(text, mode="xml"):
             open_tags.append((name, None))
         else:
             spans.append(
-                [match[0], "", offset(), None, _parent(open_tags), after_space(), 0]
+                [match[0], "", offset(), None, _parent(open_tags), after_space(), False]
             )
             open_tags.append((name, len(spans) - 1))
     if open_tags:
@@ -283,7 +287,7 @@ def restore_markup(translation, elements, links, mode="xml"):
             j  # and not taken by another source word's elements
             for j in sorted(targets.get(element.first, ()))
             if element.word
-            and translation[slice(*words[j])] == element.word
+            and word_text(translation, words, j) == element.word
             and taken.get(j, element.first) == element.first
         ]
         if same and bounds[0] <= same[0] < bounds[1]:

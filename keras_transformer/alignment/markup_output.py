@@ -9,6 +9,12 @@ import re
 PUNCTUATION = re.compile(r"[^\w\s]+")
 
 
+def word_text(translation, words, k):
+    """The text of word `k` of `translation`, whose `words` are (start,
+    end) spans; None for a `k` before the first word or past the last."""
+    return translation[slice(*words[k])] if 0 <= k < len(words) else None
+
+
 def assemble(translation, words, elements, ranges, inside, mode):
     """The translation, escaped by `mode`'s rules, with its markup back.
 
@@ -33,9 +39,6 @@ def assemble(translation, words, elements, ranges, inside, mode):
         if element.parent is not None:
             children[element.parent].append(index)
 
-    def _text(k):
-        return translation[slice(*words[k])] if 0 <= k < len(words) else None
-
     cuts = _punctuation_cuts(translation, words, elements, ranges, children)
     empty = set()  # elements of no words: written whole, their children within
     for index, (element, (first, stop)) in enumerate(
@@ -52,8 +55,11 @@ def assemble(translation, words, elements, ranges, inside, mode):
             if element.word:  # out of the word it stood in: a word of its own
                 space_before = space_after = True
             elif element.glued_to:  # glued to the same text only
-                space_before = space_before or _text(first - 1) != element.glued_to
-                space_after = space_after or _text(first) != element.glued_to
+                before_it, after_it = (
+                    word_text(translation, words, k) for k in (first - 1, first)
+                )
+                space_before = space_before or before_it != element.glued_to
+                space_after = space_after or after_it != element.glued_to
             glued_to_word = first and not (element.end or space_before)
             if glued_to_word:
                 # to the end of the word before it: "(%d", "one<br>"
@@ -106,14 +112,14 @@ def _punctuation_cuts(translation, words, elements, ranges, children):
         if first == stop:
             continue
         inner = [child for child in children[index] if child in cuts]
-        head = translation[slice(*words[first])]
+        head = word_text(translation, words, first)
         lead = PUNCTUATION.match(head)
         opening = lead.end() if lead and lead.end() < len(head) else 0
         if element.opens_with_punctuation or any(
             ranges[child][0] == first and not cuts[child][0] for child in inner
         ):
             opening = 0
-        tail = translation[slice(*words[stop - 1])]
+        tail = word_text(translation, words, stop - 1)
         closing = re.search(r"[^\w\s]*$", tail).start()
         if (
             closing == len(tail)
