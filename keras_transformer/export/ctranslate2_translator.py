@@ -3,13 +3,10 @@
 import json
 import os
 
-import numpy as np
-
-from keras_transformer.alignment.links import piece_word_positions, word_links
-from keras_transformer.alignment.pharaoh import format_pharaoh
 from keras_transformer.data.tokenizer import sentencepiece_processors
 from keras_transformer.decoding_defaults import decoding_settings, is_greedy
 from keras_transformer.export.control_settings import ControlSettings
+from keras_transformer.export.ctranslate2_alignment import pharaoh_lines
 from keras_transformer.export.ctranslate2_model import (
     SETTINGS_FILE,
     import_ctranslate2,
@@ -315,7 +312,7 @@ class CTranslate2Translator:
         target's pieces as CTranslate2's `target_prefix`) returns the
         attention of the layer and heads the export set
         (`alignment_layer`, `alignment_heads`, the model config's), and
-        `alignment.word_links` links the words.
+        `alignment.word_links` links the words (`ctranslate2_alignment`).
 
         Args:
             sources: a list of str.
@@ -346,13 +343,13 @@ class CTranslate2Translator:
             beam_size=1,
             return_attention=True,
         )
-        links = word_links(
-            _padded([result.attention[0] for result in batch]),  # (B, T, S)
-            piece_word_positions([source_pieces[index] for index in indices]),
-            piece_word_positions([target_pieces[index] for index in indices]),
-        )  # (B, S, T)
-        for index, row in zip(indices, np.asarray(links), strict=True):
-            lines[index] = format_pharaoh(np.argwhere(row))
+        aligned = pharaoh_lines(
+            batch,
+            [source_pieces[index] for index in indices],
+            [target_pieces[index] for index in indices],
+        )
+        for index, line in zip(indices, aligned, strict=True):
+            lines[index] = line
         return lines
 
     def _pieces(self, texts, tokenizer=None):
@@ -373,17 +370,6 @@ class CTranslate2Translator:
                 limit = min(len(source) + 1 + self.extra_length, self.max_length)
                 by_limit.setdefault(max(limit, len(prefix)), []).append(index)
         return by_limit
-
-
-def _padded(rows):
-    """Lists of lists of floats (T_b, S_b) -> float32 (B, T, S), 0-padded."""
-    length = max(len(row) for row in rows)
-    width = max(len(values) for row in rows for values in row)
-    padded = np.zeros((len(rows), length, width), np.float32)
-    for index, row in enumerate(rows):
-        for position, values in enumerate(row):
-            padded[index, position, : len(values)] = values
-    return padded
 
 
 class _ForcedPrefixes:
