@@ -208,8 +208,7 @@ class Transformer(CachedDecoding, keras.Model):
         )
         if not return_cross_attention:
             return self._logits(x)
-        scores = [ops.cast(layer, "float32") for layer in scores]
-        return self._logits(x), ops.stack(scores, axis=1)
+        return self._logits(x), _stacked_float32(scores)
 
     def _embed_target(self, decoder_inputs, training=None):
         """The decoder blocks' input (B, T, D) and padding mask (B, T)."""
@@ -297,7 +296,7 @@ class Transformer(CachedDecoding, keras.Model):
             attention_of=range(num_layers),
             use_causal_mask=False,
         )
-        return ops.stack([ops.cast(layer, "float32") for layer in scores], axis=1)
+        return _stacked_float32(scores)
 
     def _logits(self, decoder_outputs):
         if self.decoder_layer_norm is not None:
@@ -349,3 +348,8 @@ def build_transformer(config, name="transformer", alignment_output=False):
             f"got {type(config).__name__}."
         )
     return Transformer(config, alignment_output=alignment_output, name=name)
+
+
+def _stacked_float32(scores):
+    """Each layer's attention (B, h, T, S) -> float32 (B, layers, h, T, S)."""
+    return ops.stack([ops.cast(layer, "float32") for layer in scores], axis=1)
