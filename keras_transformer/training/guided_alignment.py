@@ -25,12 +25,13 @@ class GuidedAlignmentLoss(keras.losses.Loss):
     The attention trained is the average of the first `heads` heads of
     the layer's (all for 0), as `align` reads it: give the model config's
     `alignment_heads`. Compile it beside the translation loss, with a
-    weight (0.1 is Marian's default):
+    weight (`models.config.GUIDED_ALIGNMENT_WEIGHT`, the recipe's default;
+    Marian's is 0.1):
 
         model.compile(
             loss={"logits": LabelSmoothedCrossEntropy(),
                   "alignment": GuidedAlignmentLoss(config.alignment_heads)},
-            loss_weights={"logits": 1.0, "alignment": 0.1}, ...)
+            loss_weights={"logits": 1.0, "alignment": 1.0}, ...)
 
     Args:
         heads: how many of the first heads to average and train; 0 for all.
