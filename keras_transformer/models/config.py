@@ -12,9 +12,10 @@ ALIGNMENT_LAYER = None
 ALIGNMENT_HEADS = 0
 # Guided alignment training (Garg et al.) trains one head of that layer by
 # default, in the causal pass: training it with full context (a second pass
-# of the decoder layers up to that one) aligned no better. Its loss weighs
-# as much as the translation's: at 1.0 the head aligned far better than at
-# Marian's 0.1 (fairseq's is 0.05), with BLEU as good (benchmarks/README.md).
+# of the decoder layers up to that one) aligned no better at weight 0.1.
+# Its loss weighs as much as the translation's: at 1.0 the head aligned far
+# better than at Marian's 0.1 (fairseq's is 0.05), with BLEU as good
+# (benchmarks/README.md).
 GUIDED_ALIGNMENT_HEADS = 1
 GUIDED_FULL_CONTEXT = False
 GUIDED_ALIGNMENT_WEIGHT = 1.0
