@@ -7,7 +7,8 @@ and optimizer, and `load_model` for saved `.keras` files), `decoding`
 (greedy and beam search), `data` (corpora, tokenizer, tf.data pipeline),
 `evaluation` (BLEU, chrF), `export` (the text-in, text-out translator, its
 SavedModel and CTranslate2 exports), `plots`, `marian` (OPUS-MT
-checkpoints) and `recipe` (a training run). The most used names are
+checkpoints), `recipe` (a training run) and `serving` (TF Serving's REST
+API over an export, `keras-transformer serve`). The most used names are
 attributes of the package too, e.g. `keras_transformer.MultiHeadAttention`
 and `keras_transformer.load_model`.
 

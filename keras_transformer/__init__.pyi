@@ -9,6 +9,7 @@ from . import (
     models,
     plots,
     recipe,
+    serving,
     training,
 )
 from .decoding import beam_search, decode, greedy_decode
@@ -61,6 +62,7 @@ __all__ = [
     "padding_mask_from_ids",
     "plots",
     "recipe",
+    "serving",
     "sinusoidal_encoding",
     "training",
     "transformer_optimizer",

@@ -31,6 +31,7 @@ SUBPACKAGES = (
     "plots",
     "marian",
     "recipe",
+    "serving",
 )
 
 

@@ -27,6 +27,7 @@ SUBPACKAGES = (
     "models",
     "plots",
     "recipe",
+    "serving",
     "training",
 )
 BACKEND = keras.backend.backend()  # the fresh processes run under this one
@@ -39,6 +40,7 @@ STUBBED = (
     ".marian",
     ".models",
     ".recipe",
+    ".serving",
     ".training",
 )
 

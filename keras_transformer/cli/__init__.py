@@ -10,6 +10,7 @@
     keras-transformer attention PATH TEXT   # draw an export's attention maps
     keras-transformer plot DIR              # draw a run's schedule and curves
     keras-transformer import-marian HF_DIR --output-dir DIR  # an OPUS-MT model
+    keras-transformer serve PATH            # TF Serving's REST API, on this machine
 
 Run `keras-transformer COMMAND --help` for the options.
 """
@@ -27,6 +28,7 @@ from keras_transformer.cli.models import (
 )
 from keras_transformer.cli.pairs import add_align_parser, add_score_parser
 from keras_transformer.cli.pictures import add_attention_parser, add_plot_parser
+from keras_transformer.cli.serve import add_serve_parser
 from keras_transformer.cli.train import add_train_parser
 from keras_transformer.cli.translate import add_translate_parser
 
@@ -59,6 +61,7 @@ def main(argv=None):
     add_attention_parser(commands)
     add_plot_parser(commands)
     add_import_marian_parser(commands)
+    add_serve_parser(commands)
     args = parser.parse_args(argv)
     try:
         with _lock_written_folder(args):  # before TensorFlow: refused at once

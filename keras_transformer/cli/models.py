@@ -64,11 +64,12 @@ def export(args):
     elif args.quantization:
         raise ValueError("--quantization goes with --format ctranslate2.")
     model_path, run = model_and_run(args.model)
-    translator = _translator(
+    translator = run_translator(
         load_model(model_path, compile=False),  # either layout
         args.tokenizer or run.tokenizer,
         run,
-        args,
+        args.beam_size,
+        args.alpha,
     )
     if args.format == "saved_model":
         output = os.path.normpath(args.output or _DEFAULT_EXPORT)
@@ -81,9 +82,9 @@ def export(args):
     print(f"Exported the translator to {path}")
 
 
-def _translator(model, tokenizer_file, run, args):
+def run_translator(model, tokenizer_file, run, beam_size=None, alpha=None):
     """A `Translator` of `model` decoding as `decoding_settings` settles it
-    from `args` and the run's evaluation settings, with the run's
+    from `beam_size`, `alpha` and the run's evaluation settings, with the run's
     beam-search scoring and `model.max_length` (the recipe's defaults when
     `run` is not a run)."""
     import dataclasses
@@ -96,7 +97,7 @@ def _translator(model, tokenizer_file, run, args):
     config = run.read_config() if run.exists() else RunConfig()
     evaluation = config.evaluation
     beam_size, alpha = decoding_settings(
-        args.beam_size, args.alpha, dataclasses.asdict(evaluation)
+        beam_size, alpha, dataclasses.asdict(evaluation)
     )
     return Translator(
         model,
@@ -156,7 +157,9 @@ def average(args):
     print(f"Averaged {len(paths)} checkpoints into {args.model_path}: {paths}")
     if args.export_dir:
         run = RunDirectory(args.output_dir)
-        translator = _translator(model, run.tokenizer, run, args)
+        translator = run_translator(
+            model, run.tokenizer, run, args.beam_size, args.alpha
+        )
         path = export_translator(translator, args.export_dir, args.export_name)
         print(f"Exported the translator to {path}")
 
