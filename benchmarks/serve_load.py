@@ -21,8 +21,9 @@ one, sequentially); under load each answer must equal it: the same
 translation, the score within 1e-4.
 
 For each concurrency level (client threads sending requests back to back)
-it reports failed and differing answers, p50 / p99 latency and sentences
-per second; then the resident memory after warm-up and after all requests.
+it reports failed and differing answers, p50 / p95 / p99 latency and
+sentences per second; then the resident memory after warm-up and after all
+requests. `serve_http.py` sends the same workload over HTTP.
 `--configs` first compares session thread settings at the highest level.
 
     python benchmarks/serve_load.py saved_models/translator/1 \\
@@ -110,26 +111,35 @@ class SessionModel:
         """Signature `name` on a list of bytes (and for `controlled`, the
         `row_controls` of each) -> (translations, scores)."""
         signature = self.signatures[name]
-        feed = {signature.inputs["text"].name: np.array(texts, dtype=object)}
-        if name == "beam":
-            for key, value in BEAM.items():
-                feed[signature.inputs[key].name] = value
-        if name == "controlled":
-            for key, dtype in ROW_TYPES.items():
-                if key in ("banned", "required"):  # (B, N): padded with "", as
-                    # TF Serving pads
-                    width = max([1, *(len(row[key]) for row in rows)])
-                    values = np.full((len(rows), width), b"", dtype=object)
-                    for index, row in enumerate(rows):
-                        values[index, : len(row[key])] = row[key]
-                else:
-                    values = np.array([row[key] for row in rows], dtype=dtype)
-                feed[signature.inputs[key].name] = values
+        feed = {
+            signature.inputs[key].name: value
+            for key, value in signature_inputs(name, texts, rows).items()
+        }
         outputs = self.session.run(
             [signature.outputs[key].name for key in ("translation", "score")],
             feed_dict=feed,
         )
         return list(outputs[0]), list(outputs[1])
+
+
+def signature_inputs(name, texts, rows):
+    """The inputs of signature `name`, by input name, for `texts` (bytes)
+    and, for `controlled`, their `row_controls`."""
+    inputs = {"text": np.array(texts, dtype=object)}
+    if name == "beam":
+        inputs.update(BEAM)
+    if name == "controlled":
+        for key, dtype in ROW_TYPES.items():
+            if key in ("banned", "required"):  # (B, N): padded with "", as
+                # TF Serving pads
+                width = max([1, *(len(row[key]) for row in rows)])
+                values = np.full((len(rows), width), b"", dtype=object)
+                for index, row in enumerate(rows):
+                    values[index, : len(row[key])] = row[key]
+            else:
+                values = np.array([row[key] for row in rows], dtype=dtype)
+            inputs[key] = values
+    return inputs
 
 
 def row_controls(index):
@@ -246,6 +256,7 @@ def run_level(models, pool, requests, threads, references):
         "failures": failures[:5],
         "differing_examples": differing[:5],
         "p50_ms": round(statistics.median(milliseconds), 1),
+        "p95_ms": round(milliseconds[int(0.95 * (len(milliseconds) - 1))], 1),
         "p99_ms": round(milliseconds[int(0.99 * (len(milliseconds) - 1))], 1),
         "sentences_per_second": round(sentences / seconds, 1),
         "seconds": round(seconds, 1),

@@ -178,6 +178,8 @@ def _array(value, info, name):
         array = np.array(leaves, dtype=info.dtype)
     except ValueError:  # ragged lists of numbers
         raise RequestError(f"Input {name}: the lists must be rectangular.") from None
+    if array.dtype == object and array.size and isinstance(array.flat[0], list):
+        raise RequestError(f"Input {name}: the lists must be rectangular.")
     if array.size == 0 and array.ndim < rank:  # [] for a (B, N) input
         array = array.reshape((0,) * rank)
     if array.ndim != rank or any(

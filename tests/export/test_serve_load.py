@@ -62,3 +62,36 @@ def test_the_load_check_counts_failed_and_differing_answers():
     assert failing and wrong
     assert level["failed"] == len(failing) and "boom" in level["failures"][0]
     assert level["differing"] == len(wrong)
+
+
+@pytest.mark.slow
+def test_the_http_server_answers_as_the_session_and_refuses_bad_requests(
+    exported, held_out, tmp_path
+):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("".join(f"{source}\n" for source, _ in held_out))
+    arguments = ["--texts", str(texts), "--requests", "24", "--pool", "8"]
+    arguments += ["--max-words", "20", "--threads", "4"]
+    process = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "serve_http.py"), exported, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    result = json.loads(process.stdout)
+    assert set(result["rows"]) == {
+        "in_process_session",
+        "http_batching_off",
+        "http_batching_on",
+    }
+    for row in result["rows"].values():
+        assert row["failed"] == 0, row["failures"]
+        assert row["differing"] == 0, row["differing_examples"]
+        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
+    statuses = {item["request"]: item["status"] for item in result["bad_requests"]}
+    assert statuses["10 MB body"] == statuses["1,000 texts"] == 413
+    assert statuses["unknown signature"] == 404
+    assert result["bad_requests_refused"], result["bad_requests"]
+    assert result["server_alive_after_bad_requests"]

@@ -151,7 +151,7 @@ def test_a_single_input_may_be_named_or_bare_and_scalars_go_in_columns():
             b' "min_length": [1, 2], "banned": [[""], ["", "x"]],'
             b' "disable_unk": [true, false]}}',
             400,
-            "shape",
+            "rectangular",
         ),
     ],
 )
