@@ -6,7 +6,8 @@ Routes (those of TensorFlow Serving's REST API, for the one model served):
   row (`instances`) or columnar (`inputs`) format (`rest`);
 - `GET /v1/models/<name>[/versions/<n>]`: the model's status;
 - `GET /v1/models/<name>[/versions/<n>]/metadata`: its signatures;
-- `GET /healthz`: `{"status": "ok"}` while the server answers.
+- `GET /healthz`: `{"status": "ok"}` while the server answers;
+- `GET /`: the translation page (`page_routes`).
 
 Every refusal is JSON, `{"error": message}`, with a 4xx status: a body
 over `max_body_bytes` (413, read no further), a request of more rows or
@@ -34,6 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from keras_transformer.serving.batching import Batcher
+from keras_transformer.serving.page_routes import page_routes
 from keras_transformer.serving.rest import RequestError, format_predict, parse_predict
 from keras_transformer.serving.settings import BatchingParameters, RequestLimits
 
@@ -55,8 +57,9 @@ def create_app(model, batching=None, limits=None, cors_origins=()):
     """The Starlette application serving `model` (a `ServedModel`).
 
     Args:
-        model: what answers: `name`, `version`, `signatures` (by name,
-            `rest.Signature`s) and `run(signature_name, inputs)`.
+        model: what answers: `name`, `version`, `decoding` (its beam size
+            and alpha), `signatures` (by name, `rest.Signature`s) and
+            `run(signature_name, inputs)`.
         batching: a `BatchingParameters` (None: its defaults, no batching).
         limits: a `RequestLimits` (None: its defaults).
         cors_origins: the origins a browser may call it from (none: CORS
@@ -122,6 +125,7 @@ def create_app(model, batching=None, limits=None, cors_origins=()):
         routes=[
             Route("/v1/models/{path:path}", models, methods=["GET", "POST"]),
             Route("/healthz", health),
+            *page_routes(model),
         ],
         middleware=middleware,
         exception_handlers={

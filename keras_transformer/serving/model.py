@@ -15,11 +15,15 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from keras_transformer.decoding_defaults import ALPHA, BEAM_SIZE
 from keras_transformer.serving.rest import RequestError, Signature, TensorInfo
 
 
 class ServedModel:
     """An export's signatures, by name, and the function that runs them.
+
+    `decoding` holds the beam size and alpha the export records (those of
+    `decoding_defaults` for an export too old to record them).
 
     Args:
         path: a SavedModel version folder, a model folder of versions (the
@@ -45,6 +49,11 @@ class ServedModel:
         version = os.path.basename(os.path.normpath(path))
         self.version = int(version) if version.isdigit() else 1
         self._export = load_export(path, threads)
+        recorded = getattr(self._export, "defaults", None)  # None: an old export
+        self.decoding = {
+            "beam_size": int(BEAM_SIZE if recorded is None else recorded["beam_size"]),
+            "alpha": float(ALPHA if recorded is None else recorded["alpha"]),
+        }
         self.signatures = {
             key: _signature(key, function)
             for key, function in self._export.signatures.items()

@@ -15,6 +15,7 @@ class Upper:
     """A model whose one signature upper-cases; "boom" makes it fail."""
 
     name, version = "upper", 3
+    decoding = {"beam_size": 4, "alpha": 0.6}
     signatures = {
         "serving_default": Signature(
             "serving_default",
