@@ -121,6 +121,21 @@ def complete(driver, index, typed, timeout=120):
     return value, time.perf_counter() - started
 
 
+def screenshot(driver, path):
+    """The first sentence's alternatives and attention map shown, its first
+    word hovered, the page saved as a PNG."""
+    wait = WebDriverWait(driver, 300)
+    driver.find_element(By.CSS_SELECTOR, ".alternatives").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".alternative-list button"))
+    driver.find_element(By.CSS_SELECTOR, ".attention").click()
+    wait.until(
+        lambda d: d.find_element(By.CSS_SELECTOR, ".attention-map").is_displayed()
+    )
+    word = driver.find_elements(By.CSS_SELECTOR, ".target-words .word")[0]
+    webdriver.ActionChains(driver).move_to_element(word).perform()
+    driver.save_screenshot(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("saved_model", help="an export's version folder")
@@ -146,9 +161,7 @@ def main(argv=None):
                 seconds.append(elapsed)
                 kept += value.startswith(typed)
             if args.screenshot:
-                word = driver.find_elements(By.CSS_SELECTOR, ".target-words .word")[0]
-                webdriver.ActionChains(driver).move_to_element(word).perform()
-                driver.save_screenshot(args.screenshot)
+                screenshot(driver, args.screenshot)
     finally:
         driver.quit()
     ordered = sorted(seconds)

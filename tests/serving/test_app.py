@@ -114,3 +114,22 @@ def test_cors_is_off_unless_origins_are_named():
     with client(cors_origins=["http://page.example"]) as http:
         allowed = http.options(URL, headers=headers)
         assert allowed.headers["access-control-allow-origin"] == "http://page.example"
+
+
+def test_the_page_and_its_settings_come_from_the_package_only():
+    with client() as http:
+        page = http.get("/")
+        assert page.status_code == 200
+        assert "text/html" in page.headers["content-type"]
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert 'src="page/page.js"' in page.text
+        for name in ("page.js", "page.css"):
+            assert http.get(f"/page/{name}").status_code == 200
+        assert http.get("/page/settings.json").json() == {
+            "model": "upper",
+            "version": 3,
+            "beam_size": 4,
+            "alpha": 0.6,
+        }
+        for path in ("/page/index.html", "/page/../app.py", "/page/%2e%2e/rest.py"):
+            assert http.get(path).status_code == 404
