@@ -108,17 +108,18 @@ def translate(driver, text, timeout=600):
 def complete(driver, index, typed, timeout=120):
     """Types `typed` over sentence `index`'s translation: (the completion,
     seconds from the last keystroke to it)."""
-    box = driver.find_elements(By.CSS_SELECTOR, ".target-edit")[index]
+    sentence = driver.find_elements(By.CSS_SELECTOR, ".sentence")[index]
+    before = sentence.get_attribute("data-completions") or "0"
+    box = sentence.find_element(By.CSS_SELECTOR, ".target-edit")
     box.clear()
     box.send_keys(typed)
     started = time.perf_counter()
 
     def completed(d):
-        value = box.get_attribute("value")
-        return value if value != typed else False
+        return (sentence.get_attribute("data-completions") or "0") != before
 
-    value = WebDriverWait(driver, timeout, poll_frequency=0.01).until(completed)
-    return value, time.perf_counter() - started
+    WebDriverWait(driver, timeout, poll_frequency=0.01).until(completed)
+    return box.get_attribute("value"), time.perf_counter() - started
 
 
 def screenshot(driver, path):
@@ -131,8 +132,10 @@ def screenshot(driver, path):
     wait.until(
         lambda d: d.find_element(By.CSS_SELECTOR, ".attention-map").is_displayed()
     )
+    wait.until(lambda d: not d.find_element(By.CSS_SELECTOR, ".busy").is_displayed())
     word = driver.find_elements(By.CSS_SELECTOR, ".target-words .word")[0]
     webdriver.ActionChains(driver).move_to_element(word).perform()
+    time.sleep(1)  # the canvas painted
     driver.save_screenshot(path)
 
 
