@@ -37,7 +37,7 @@ from keras_transformer.data.tokenizer import sentencepiece_processors
 from keras_transformer.decoding_defaults import decoding_settings, is_greedy
 from keras_transformer.export.control_settings import ControlSettings, Terms
 from keras_transformer.export.ctranslate2_model import is_ctranslate2_export
-from keras_transformer.export.saved_model import VOCABULARY_FILE
+from keras_transformer.export.saved_model import VOCABULARY_FILE, versions
 
 
 def open_export(path, threads=None):
@@ -76,13 +76,11 @@ def load_export(path, threads=None):
     if not os.path.isdir(path):
         raise FileNotFoundError(f"No export at {path}.")
     if not os.path.exists(os.path.join(path, "saved_model.pb")):
-        versions = sorted(
-            (int(name) for name in os.listdir(path) if name.isdigit()), reverse=True
-        )
-        if versions:
+        held = versions(path)
+        if held:
             raise ValueError(
-                f"{path} holds the versions {versions}; pass one, e.g. "
-                f"{os.path.join(path, str(versions[0]))}."
+                f"{path} holds the versions {held}; pass one, e.g. "
+                f"{os.path.join(path, str(held[0]))}."
             )
         raise ValueError(f"{path} holds no SavedModel (saved_model.pb).")
     set_threads(threads)

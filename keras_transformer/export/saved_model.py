@@ -11,12 +11,19 @@ from keras_transformer.export.translator import Translator
 VOCABULARY_FILE = "tokenizer.model"
 
 
+def versions(model_dir):
+    """The integer version folders in `model_dir`, highest first ([] if
+    none, or if `model_dir` is not a folder)."""
+    if not os.path.isdir(model_dir):
+        return []
+    return sorted(
+        (int(name) for name in os.listdir(model_dir) if name.isdigit()), reverse=True
+    )
+
+
 def next_version(model_dir):
     """1 + the largest integer version folder in `model_dir` (1 if none)."""
-    if not os.path.isdir(model_dir):
-        return 1
-    versions = [int(name) for name in os.listdir(model_dir) if name.isdigit()]
-    return max(versions, default=0) + 1
+    return max(versions(model_dir), default=0) + 1
 
 
 def export_translator(

@@ -9,13 +9,13 @@ answer for the same export.
 """
 
 import os
-import re
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from keras_transformer.decoding_defaults import ALPHA, BEAM_SIZE
+from keras_transformer.export.saved_model import versions
 from keras_transformer.serving.rest import RequestError, Signature, TensorInfo
 
 
@@ -103,14 +103,12 @@ def _is_run_folder(path):
 
 
 def _version_folder(path):
-    """`path`, or its highest numbered version folder where it holds
-    versions (a path that holds neither is refused by `load_export`)."""
-    if not os.path.isdir(path) or os.path.exists(os.path.join(path, "saved_model.pb")):
+    """`path`, or its highest version folder where it holds versions (a
+    path that holds neither is refused by `load_export`)."""
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
         return path
-    versions = [name for name in os.listdir(path) if re.fullmatch(r"\d+", name)]
-    if not versions:
-        return path
-    return os.path.join(path, max(versions, key=int))
+    held = versions(path)
+    return os.path.join(path, str(held[0])) if held else path
 
 
 def _signature(name, function):
