@@ -1,7 +1,7 @@
 """The export a server answers for: its signatures, run on NumPy arrays.
 
 `ServedModel` loads a SavedModel of `export_translator` the way the
-command line does (`export.engines.load_export`) and describes each
+command line does (`export.engines.SavedModelEngine`) and describes each
 signature in `rest.Signature` terms. A training run's folder is exported
 first, into a temporary folder, exactly as `keras-transformer export`
 would export it, so that the server always answers what TF Serving would
@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from keras_transformer.decoding_defaults import ALPHA, BEAM_SIZE
+from keras_transformer.decoding_defaults import ALPHA, BEAM_SIZE, decoding_settings
 from keras_transformer.export.saved_model import versions
 from keras_transformer.serving.rest import RequestError, Signature, TensorInfo
 
@@ -36,7 +36,7 @@ class ServedModel:
     """
 
     def __init__(self, path, name=None, threads=None):
-        from keras_transformer.export.engines import load_export
+        from keras_transformer.export.engines import SavedModelEngine
 
         self._temporary = None
         if _is_run_folder(path):
@@ -48,12 +48,11 @@ class ServedModel:
         self.name = name or default_name
         version = os.path.basename(os.path.normpath(path))
         self.version = int(version) if version.isdigit() else 1
-        self._export = load_export(path, threads)
-        recorded = getattr(self._export, "defaults", None)  # None: an old export
-        self.decoding = {
-            "beam_size": int(BEAM_SIZE if recorded is None else recorded["beam_size"]),
-            "alpha": float(ALPHA if recorded is None else recorded["alpha"]),
-        }
+        engine = SavedModelEngine(path, threads)
+        self._export = engine.export
+        recorded = engine.saved or {"beam_size": BEAM_SIZE, "alpha": ALPHA}
+        beam_size, alpha = decoding_settings(None, None, recorded)
+        self.decoding = {"beam_size": beam_size, "alpha": alpha}
         self.signatures = {
             key: _signature(key, function)
             for key, function in self._export.signatures.items()
