@@ -41,28 +41,20 @@ def add_serve_parser(commands):
         help="merge concurrent requests into batches, as TF Serving's "
         "--enable_batching does",
     )
-    for name, help_text in (
-        ("max_batch_size", "the most rows of a merged batch"),
-        ("batch_timeout_micros", "how long a batch waits for more requests"),
-        ("num_batch_threads", "batches run at once"),
+    limits = RequestLimits()
+    for settings, name, help_text in (
+        (defaults, "max_batch_size", "the most rows of a merged batch"),
+        (defaults, "batch_timeout_micros", "how long a batch waits for more requests"),
+        (defaults, "num_batch_threads", "batches run at once"),
+        (limits, "max_body_bytes", "the largest request body, larger is answered 413"),
+        (limits, "max_rows", "the most texts of a request, larger is answered 413"),
+        (limits, "max_characters", "the longest text, larger is answered 413"),
     ):
         parser.add_argument(
             "--" + name.replace("_", "-"),
             type=int,
-            default=getattr(defaults, name),
-            help=f"{help_text}; default: {getattr(defaults, name)}",
-        )
-    for name, help_text in (
-        ("max_body_bytes", "the largest request body"),
-        ("max_rows", "the most texts of a request"),
-        ("max_characters", "the longest text"),
-    ):
-        parser.add_argument(
-            "--" + name.replace("_", "-"),
-            type=int,
-            default=getattr(RequestLimits, name),
-            help=f"{help_text}, larger is answered 413; default: "
-            f"{getattr(RequestLimits, name)}",
+            default=getattr(settings, name),
+            help=f"{help_text}; default: {getattr(settings, name)}",
         )
     parser.add_argument(
         "--cors-origins",
